@@ -1,0 +1,50 @@
+# Installs the libraries, headers, the CLI, a relocatable CMake package
+# (find_package(BabelQueue COMPONENTS ...)) and one pkg-config file per library.
+include_guard(GLOBAL)
+include(CMakePackageConfigHelpers)
+
+set(BQ_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/BabelQueue")
+get_property(BQ_COMPONENTS GLOBAL PROPERTY BABELQUEUE_COMPONENTS)
+
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/babelqueue" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+install(FILES "${PROJECT_BINARY_DIR}/generated/include/babelqueue/version.hpp"
+        DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/babelqueue")
+
+foreach(component IN LISTS BQ_COMPONENTS)
+  install(TARGETS babelqueue_${component} EXPORT BabelQueue-${component}
+          ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+          LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+          RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
+  install(EXPORT BabelQueue-${component} NAMESPACE babelqueue:: DESTINATION "${BQ_CMAKE_DIR}"
+          FILE BabelQueue-${component}-targets.cmake)
+  get_property(requires GLOBAL PROPERTY BABELQUEUE_PC_REQUIRES_${component})
+  get_property(libs GLOBAL PROPERTY BABELQUEUE_PC_LIBS_${component})
+  set(BQ_PC_NAME "babelqueue-${component}")
+  set(BQ_PC_REQUIRES "${requires}")
+  # A static library's users link its dependencies too, so they are public
+  # requirements then; a shared library needs them only privately.
+  if(BUILD_SHARED_LIBS)
+    set(BQ_PC_REQUIRES_FIELD "Requires.private")
+  else()
+    set(BQ_PC_REQUIRES_FIELD "Requires")
+  endif()
+  set(BQ_PC_LIBS "${libs}")
+  configure_file("${PROJECT_SOURCE_DIR}/cmake/babelqueue.pc.in" "${PROJECT_BINARY_DIR}/pkgconfig/babelqueue-${component}.pc"
+                 @ONLY)
+  install(FILES "${PROJECT_BINARY_DIR}/pkgconfig/babelqueue-${component}.pc"
+          DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+endforeach()
+
+set(BQ_CONFIG_COMPONENT_DEPS "")
+foreach(component IN LISTS BQ_COMPONENTS)
+  get_property(deps GLOBAL PROPERTY BABELQUEUE_COMPONENT_DEPS_${component})
+  string(APPEND BQ_CONFIG_COMPONENT_DEPS "set(_bq_deps_${component} \"${deps}\")\n")
+endforeach()
+
+configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/BabelQueueConfig.cmake.in"
+                              "${PROJECT_BINARY_DIR}/BabelQueueConfig.cmake" INSTALL_DESTINATION "${BQ_CMAKE_DIR}")
+write_basic_package_version_file("${PROJECT_BINARY_DIR}/BabelQueueConfigVersion.cmake"
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES "${PROJECT_BINARY_DIR}/BabelQueueConfig.cmake" "${PROJECT_BINARY_DIR}/BabelQueueConfigVersion.cmake"
+              "${PROJECT_SOURCE_DIR}/cmake/BabelQueueDependencies.cmake"
+        DESTINATION "${BQ_CMAKE_DIR}")

@@ -1,0 +1,39 @@
+// Internal layout of an Envelope: where each field sits in the envelope's own
+// copy of the body. Not part of the stable API.
+#pragma once
+
+#include <cstdint>
+
+namespace babelqueue::detail {
+
+struct Span {
+  std::uint32_t offset = 0;
+  std::uint32_t size = 0;
+};
+
+struct Member {
+  Span key;    // the key's JSON string token, quotes included
+  Span value;  // the value's JSON text, without surrounding whitespace
+};
+
+// Known top-level keys, in canonical order (the `urn` alias sits where `job`
+// would be).
+enum class TopKey : std::uint8_t { job, urn, trace_id, data, meta, attempts, dead_letter, count };
+// Known meta keys, in canonical order.
+enum class MetaKey : std::uint8_t { id, queue, lang, schema_version, created_at, count };
+
+// A string field's unescaped text: a span of the body, or of the side buffer
+// when the token held escapes.
+struct Text {
+  Span span;
+  bool in_side = false;
+  bool is_string = false;
+};
+
+// An integer field: its value when the token is an integer that fits int64.
+struct Integer {
+  std::int64_t value = 0;
+  bool is_int = false;
+};
+
+}  // namespace babelqueue::detail

@@ -1,0 +1,26 @@
+// Typed messages: a struct that knows its URN and how to convert to and from a
+// Value can be published and handled directly.
+//
+//   struct OrderCreated {
+//     static constexpr std::string_view urn = "urn:babel:orders:created";
+//     std::int64_t order_id = 0;
+//     babelqueue::Value to_value() const { return babelqueue::Value::object({{"order_id", order_id}}); }
+//     static OrderCreated from_value(const babelqueue::Value& v) { return {v["order_id"].as_int64()}; }
+//   };
+#pragma once
+
+#include <babelqueue/value.hpp>
+
+#include <concepts>
+#include <string_view>
+
+namespace babelqueue {
+
+template <class T>
+concept TypedMessage = requires(const T& message, const Value& value) {
+  { T::urn } -> std::convertible_to<std::string_view>;
+  { message.to_value() } -> std::convertible_to<Value>;
+  { T::from_value(value) } -> std::convertible_to<T>;
+};
+
+}  // namespace babelqueue

@@ -1,0 +1,148 @@
+// Value: a small JSON value with insertion-ordered objects, used to build and
+// read message payloads (`data`).
+//
+// Kinds: null, bool, int64, uint64, double, number text (a JSON number too big
+// for any C++ type, kept exactly as it arrived), string, array, object.
+// Objects keep their keys in insertion order, because the order of `data` keys
+// is part of the bytes other SDKs produce and compare.
+//
+// Thread-safety: a Value is a plain value type; concurrent reads are safe,
+// concurrent writes need external synchronisation.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace babelqueue {
+
+class Value;
+
+using Array = std::vector<Value>;
+
+// A JSON number kept as its original text, for numbers no C++ type can hold
+// exactly (e.g. 123456789012345678901234567890). Re-emitted verbatim.
+struct NumberText {
+  std::string text;
+  bool operator==(const NumberText&) const = default;
+};
+
+// An insertion-ordered JSON object. Lookups are linear: payload objects are
+// small, and keeping one vector keeps iteration in key order and allocation low.
+class Object {
+ public:
+  using Member = std::pair<std::string, Value>;
+  using iterator = std::vector<Member>::iterator;
+  using const_iterator = std::vector<Member>::const_iterator;
+
+  Object() = default;
+  Object(std::initializer_list<Member> members);
+
+  // Sets key to value: replaces the value in place when the key exists (its
+  // position is kept), appends otherwise.
+  Value& set(std::string key, Value value);
+  // The member's value, inserting null at the end when missing.
+  Value& operator[](std::string_view key);
+  const Value* find(std::string_view key) const noexcept;
+  Value* find(std::string_view key) noexcept;
+  bool contains(std::string_view key) const noexcept { return find(key) != nullptr; }
+  bool erase(std::string_view key);
+
+  std::size_t size() const noexcept { return members_.size(); }
+  bool empty() const noexcept { return members_.empty(); }
+  void reserve(std::size_t n) { members_.reserve(n); }
+  iterator begin() noexcept { return members_.begin(); }
+  iterator end() noexcept { return members_.end(); }
+  const_iterator begin() const noexcept { return members_.begin(); }
+  const_iterator end() const noexcept { return members_.end(); }
+
+  // JSON equality: same keys with equal values, in any order.
+  friend bool operator==(const Object& a, const Object& b);
+
+ private:
+  std::vector<Member> members_;
+};
+
+class Value {
+ public:
+  enum class Kind { null, boolean, int64, uint64, number_text, floating, string, array, object };
+
+  Value() noexcept = default;
+  Value(std::nullptr_t) noexcept {}  // NOLINT: implicit conversions are the point of a JSON value
+  Value(bool b) noexcept : v_(b) {}  // NOLINT
+  template <class I>
+    requires(std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<I, char>)
+  Value(I i) noexcept {  // NOLINT
+    if constexpr (std::is_signed_v<I>) {
+      v_ = static_cast<std::int64_t>(i);
+    } else {
+      v_ = static_cast<std::uint64_t>(i);
+    }
+  }
+  Value(double d) noexcept : v_(d) {}                       // NOLINT
+  Value(float f) noexcept : v_(static_cast<double>(f)) {}  // NOLINT
+  Value(NumberText n) : v_(std::move(n)) {}                 // NOLINT
+  Value(std::string s) noexcept : v_(std::move(s)) {}       // NOLINT
+  Value(std::string_view s) : v_(std::string(s)) {}         // NOLINT
+  Value(const char* s) : v_(std::string(s)) {}              // NOLINT
+  Value(Array a) noexcept : v_(std::move(a)) {}             // NOLINT
+  Value(Object o) noexcept : v_(std::move(o)) {}            // NOLINT
+
+  // Builders that read well at call sites:
+  //   Value::object({{"order_id", 1042}, {"items", Value::array({1, 2})}})
+  static Value object(std::initializer_list<Object::Member> members = {}) { return Value(Object(members)); }
+  static Value array(std::initializer_list<Value> items = {}) { return Value(Array(items)); }
+
+  Kind kind() const noexcept { return static_cast<Kind>(v_.index()); }
+  bool is_null() const noexcept { return kind() == Kind::null; }
+  bool is_bool() const noexcept { return kind() == Kind::boolean; }
+  // int64, uint64 or number text that is an integer.
+  bool is_integer() const noexcept;
+  bool is_number() const noexcept;
+  bool is_string() const noexcept { return kind() == Kind::string; }
+  bool is_array() const noexcept { return kind() == Kind::array; }
+  bool is_object() const noexcept { return kind() == Kind::object; }
+
+  // Typed reads. Each throws babelqueue::Error (Errc::invalid_argument) naming
+  // the expected and the actual kind when the value does not fit.
+  bool as_bool() const;
+  std::int64_t as_int64() const;    // int64, or a uint64 that fits
+  std::uint64_t as_uint64() const;  // uint64, or a non-negative int64
+  double as_double() const;         // any number (number text is parsed; may round)
+  const std::string& as_string() const;
+  const Array& as_array() const;
+  Array& as_array();
+  const Object& as_object() const;
+  Object& as_object();
+  // The exact text of a number: the kept text for number text, else the
+  // canonical spelling.
+  std::string number_text() const;
+
+  // Non-throwing access: null when the value is not of that kind.
+  const std::string* if_string() const noexcept { return std::get_if<std::string>(&v_); }
+  const Array* if_array() const noexcept { return std::get_if<Array>(&v_); }
+  const Object* if_object() const noexcept { return std::get_if<Object>(&v_); }
+
+  // Object member access. The const form returns a shared null for a missing
+  // key or a non-object; the mutable form turns null into an empty object.
+  const Value& operator[](std::string_view key) const noexcept;
+  Value& operator[](std::string_view key);
+  const Value* find(std::string_view key) const noexcept;
+
+  // JSON equality: int64/uint64 compare by value, objects ignore key order,
+  // a double never equals an integer (1 != 1.0, as the conformance suite says).
+  friend bool operator==(const Value& a, const Value& b);
+
+  static std::string_view kind_name(Kind k) noexcept;
+
+ private:
+  std::variant<std::nullptr_t, bool, std::int64_t, std::uint64_t, NumberText, double, std::string, Array, Object> v_{
+      nullptr};
+};
+
+}  // namespace babelqueue

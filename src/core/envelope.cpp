@@ -1,0 +1,348 @@
+#include "envelope_builder.hpp"
+#include "json_walk.hpp"
+
+#include <babelqueue/clock.hpp>
+#include <babelqueue/envelope.hpp>
+#include <babelqueue/json.hpp>
+#include <babelqueue/uuid.hpp>
+
+#include <charconv>
+
+namespace babelqueue {
+
+namespace {
+
+bool is_ascii_space(char c) noexcept { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+std::string_view trim_ascii(std::string_view s) noexcept {
+  while (!s.empty() && is_ascii_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_ascii_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+bool is_blank(std::string_view s) noexcept { return trim_ascii(s).empty(); }
+
+// Appends JSON text without its insignificant whitespace; the bytes of every
+// token (strings, numbers) stay exactly as they are.
+void append_compact(std::string& out, std::string_view json) {
+  if (json.find_first_of(" \t\n\r") == std::string_view::npos) {
+    out.append(json);
+    return;
+  }
+  bool in_string = false;
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      out.push_back(c);
+      if (c == '\\' && i + 1 < json.size()) {
+        out.push_back(json[++i]);
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (!detail::is_json_space(c)) {
+      out.push_back(c);
+      in_string = c == '"';
+    }
+  }
+}
+
+void append_int(std::string& out, std::int64_t value) {
+  char buf[24];
+  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  out.append(buf, static_cast<std::size_t>(ptr - buf));
+}
+
+constexpr std::string_view kTopKeys[] = {"job", "urn", "trace_id", "data", "meta", "attempts", "dead_letter"};
+constexpr std::string_view kMetaKeys[] = {"id", "queue", "lang", "schema_version", "created_at"};
+
+}  // namespace
+
+// ---- make -------------------------------------------------------------------
+
+Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, const MakeOptions& options) {
+  const std::string_view job = trim_ascii(urn);
+  if (job.empty()) return unexpected(Errc::invalid_argument, "the URN must not be blank");
+  if (!data.is_null() && !data.is_object()) {
+    return unexpected(Errc::invalid_argument,
+                      "data must be a JSON object, got " + std::string(Value::kind_name(data.kind())));
+  }
+  if (options.queue.empty()) return unexpected(Errc::invalid_argument, "the queue name must not be empty");
+
+  char trace_buf[36];
+  char id_buf[36];
+  std::string_view trace_id = options.trace_id;
+  if (is_blank(trace_id)) {
+    uuid_v4(trace_buf);
+    trace_id = std::string_view(trace_buf, sizeof trace_buf);
+  }
+  std::string_view id = options.id;
+  if (id.empty()) {
+    uuid_v4(id_buf);
+    id = std::string_view(id_buf, sizeof id_buf);
+  }
+  if (id == trace_id) return unexpected(Errc::invalid_argument, "meta.id must differ from trace_id");
+  const std::int64_t created_at = options.created_at.value_or(now_epoch_ms());
+
+  Envelope env;
+  std::string& out = env.buffer_;
+  out.reserve(192 + job.size() + options.queue.size());
+  auto record = [&](std::size_t begin) {
+    return detail::Member{{}, {static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(out.size() - begin)}};
+  };
+  auto field = [&](std::string_view key_prefix, std::string_view text) -> Result<detail::Member> {
+    out.append(key_prefix);
+    const std::size_t begin = out.size();
+    if (auto r = write_json_string(out, text); !r) return unexpected(r.error());
+    return record(begin);
+  };
+  auto keep_text = [&](detail::Text& slot, std::string_view text) {
+    slot = detail::Text{{static_cast<std::uint32_t>(env.side_.size()), static_cast<std::uint32_t>(text.size())}, true,
+                        true};
+    env.side_.append(text);
+  };
+
+  auto job_member = field("{\"job\":", job);
+  if (!job_member) return unexpected(job_member.error());
+  auto trace_member = field(",\"trace_id\":", trace_id);
+  if (!trace_member) return unexpected(trace_member.error());
+  out.append(",\"data\":");
+  const std::size_t data_begin = out.size();
+  if (data.is_null()) {
+    out.append("{}");
+  } else if (auto r = write_json(out, data); !r) {
+    return unexpected(r.error());
+  }
+  const detail::Member data_member = record(data_begin);
+  out.append(",\"meta\":");
+  const std::size_t meta_begin = out.size();
+  auto id_member = field("{\"id\":", id);
+  if (!id_member) return unexpected(id_member.error());
+  auto queue_member = field(",\"queue\":", options.queue);
+  if (!queue_member) return unexpected(queue_member.error());
+  out.append(",\"lang\":");
+  const std::size_t lang_begin = out.size();
+  out.append("\"cpp\"");
+  const detail::Member lang_member = record(lang_begin);
+  out.append(",\"schema_version\":");
+  const std::size_t version_begin = out.size();
+  out.append("1");
+  const detail::Member version_member = record(version_begin);
+  out.append(",\"created_at\":");
+  const std::size_t created_begin = out.size();
+  append_int(out, created_at);
+  const detail::Member created_member = record(created_begin);
+  out.push_back('}');
+  const detail::Member meta_member = record(meta_begin);
+  out.append(",\"attempts\":");
+  const std::size_t attempts_begin = out.size();
+  out.append("0");
+  const detail::Member attempts_member = record(attempts_begin);
+  out.push_back('}');
+  env.body_size_ = out.size();
+
+  using T = detail::TopKey;
+  using M = detail::MetaKey;
+  env.top_[static_cast<std::size_t>(T::job)] = *job_member;
+  env.top_[static_cast<std::size_t>(T::trace_id)] = *trace_member;
+  env.top_[static_cast<std::size_t>(T::data)] = data_member;
+  env.top_[static_cast<std::size_t>(T::meta)] = meta_member;
+  env.top_[static_cast<std::size_t>(T::attempts)] = attempts_member;
+  env.meta_[static_cast<std::size_t>(M::id)] = *id_member;
+  env.meta_[static_cast<std::size_t>(M::queue)] = *queue_member;
+  env.meta_[static_cast<std::size_t>(M::lang)] = lang_member;
+  env.meta_[static_cast<std::size_t>(M::schema_version)] = version_member;
+  env.meta_[static_cast<std::size_t>(M::created_at)] = created_member;
+  env.side_.reserve(job.size() + trace_id.size() + id.size() + options.queue.size() + kSourceLang.size());
+  keep_text(env.job_, job);
+  keep_text(env.trace_id_, trace_id);
+  keep_text(env.id_, id);
+  keep_text(env.queue_, options.queue);
+  keep_text(env.lang_, kSourceLang);
+  env.schema_version_ = {kSchemaVersion, true};
+  env.created_at_ = {created_at, true};
+  env.meta_is_object_ = true;
+  env.data_is_object_ = true;
+  return env;
+}
+
+Result<Envelope> Envelope::make(std::string_view urn, const Value& data, const MakeOptions& options) {
+  return EnvelopeBuilder::make(urn, data, options);
+}
+
+// ---- fields -------------------------------------------------------------------
+
+std::string_view Envelope::text(const detail::Text& t) const noexcept {
+  if (!t.is_string) return {};
+  return t.in_side ? std::string_view(side_.data() + t.span.offset, t.span.size) : slice(t.span);
+}
+
+std::string_view Envelope::urn() const noexcept {
+  const std::string_view job = text(job_);
+  if (!is_blank(job)) return job;
+  const std::string_view alias = text(urn_);
+  return is_blank(alias) ? job : alias;
+}
+
+std::string_view Envelope::trace_id() const noexcept { return text(trace_id_); }
+std::string_view Envelope::id() const noexcept { return text(id_); }
+std::string_view Envelope::queue() const noexcept { return text(queue_); }
+std::string_view Envelope::lang() const noexcept { return text(lang_); }
+
+std::optional<std::int64_t> Envelope::schema_version() const noexcept {
+  return schema_version_.is_int ? std::optional(schema_version_.value) : std::nullopt;
+}
+std::optional<std::int64_t> Envelope::created_at() const noexcept {
+  return created_at_.is_int ? std::optional(created_at_.value) : std::nullopt;
+}
+
+std::string_view Envelope::data_json() const noexcept {
+  const auto& m = top_[static_cast<std::size_t>(Top::data)];
+  return m ? slice(m->value) : std::string_view();
+}
+
+Value Envelope::data() const {
+  const std::string_view json = data_json();
+  if (json.empty()) return Value();
+  // The bytes were validated when the envelope was decoded or made.
+  return parse_json(json, JsonLimits{.max_depth = 1U << 20U, .max_bytes = json.size()}).value();
+}
+
+bool Envelope::has_dead_letter() const noexcept { return top_[static_cast<std::size_t>(Top::dead_letter)].has_value(); }
+
+std::optional<DeadLetter> Envelope::dead_letter() const {
+  const auto& m = top_[static_cast<std::size_t>(Top::dead_letter)];
+  if (!m) return std::nullopt;
+  auto value = parse_json(slice(m->value));
+  if (!value || !value->is_object()) return std::nullopt;
+  auto block = DeadLetter::from_value(*value);
+  if (!block) return std::nullopt;
+  return *block;
+}
+
+Acceptance accepts(const Envelope& e) noexcept {
+  if (is_blank(e.urn())) return Acceptance(Rejection::missing_urn);
+  if (!e.meta_is_object_) return Acceptance(Rejection::missing_meta);
+  if (!e.schema_version_.is_int || e.schema_version_.value != kSchemaVersion) {
+    return Acceptance(Rejection::unsupported_schema_version);
+  }
+  if (!e.data_is_object_) return Acceptance(Rejection::invalid_data);
+  if (is_blank(e.trace_id())) return Acceptance(Rejection::missing_trace_id);
+  if (!e.attempts_valid_) return Acceptance(Rejection::invalid_attempts);
+  return Acceptance();
+}
+
+// ---- re-emitting ------------------------------------------------------------------
+
+void Envelope::write_canonical(std::string& out, std::int64_t attempts, const DeadLetter* block) const {
+  bool first = true;
+  auto key = [&](std::string_view name) {
+    out.append(first ? "{\"" : ",\"");
+    first = false;
+    out.append(name);
+    out.append("\":");
+  };
+  for (Top t : {Top::job, Top::urn, Top::trace_id, Top::data}) {
+    if (const auto& m = top_[static_cast<std::size_t>(t)]) {
+      key(kTopKeys[static_cast<std::size_t>(t)]);
+      append_compact(out, slice(m->value));
+    }
+  }
+  key("meta");
+  bool meta_first = true;
+  auto meta_key = [&](std::string_view raw_key) {
+    out.push_back(meta_first ? '{' : ',');
+    meta_first = false;
+    out.append(raw_key);
+    out.push_back(':');
+  };
+  for (std::size_t i = 0; i < meta_.size(); ++i) {
+    if (meta_[i]) {
+      out.push_back(meta_first ? '{' : ',');
+      meta_first = false;
+      out.push_back('"');
+      out.append(kMetaKeys[i]);
+      out.append("\":");
+      append_compact(out, slice(meta_[i]->value));
+    }
+  }
+  for (const Member& m : unknown_meta_) {
+    meta_key(slice(m.key));
+    append_compact(out, slice(m.value));
+  }
+  out.append(meta_first ? "{}" : "}");
+  key("attempts");
+  append_int(out, attempts);
+  if (block != nullptr) {
+    key("dead_letter");
+    write_dead_letter(out, *block).value();
+  } else if (const auto& m = top_[static_cast<std::size_t>(Top::dead_letter)]) {
+    key("dead_letter");
+    append_compact(out, slice(m->value));
+  }
+  for (const Member& m : unknown_top_) {
+    out.push_back(',');
+    out.append(slice(m.key));
+    out.push_back(':');
+    append_compact(out, slice(m.value));
+  }
+  out.push_back('}');
+}
+
+Result<std::string> Envelope::encode_with_attempts(std::int64_t attempts) const {
+  if (rejection_) {
+    return unexpected(Errc::rejected,
+                      "a rejected envelope (" + std::string(to_string(*rejection_)) + ") is never re-emitted");
+  }
+  if (attempts < 0) return unexpected(Errc::invalid_argument, "attempts must be >= 0");
+  std::string out;
+  out.reserve(body_size_ + 8);
+  write_canonical(out, attempts, nullptr);
+  return out;
+}
+
+Result<std::string> Envelope::encode_dead_letter(const DeadLetter& block) const {
+  // Validate the block first so that a bad error text is reported, not thrown.
+  std::string block_json;
+  if (auto r = write_dead_letter(block_json, block); !r) return unexpected(r.error());
+  if (rejection_) return splice_dead_letter(block);
+  std::string out;
+  out.reserve(body_size_ + block_json.size() + 24);
+  write_canonical(out, attempts_, &block);
+  return out;
+}
+
+// A rejected envelope keeps every byte: the block replaces an earlier block's
+// value in place, or is inserted before the closing brace.
+Result<std::string> Envelope::splice_dead_letter(const DeadLetter& block) const {
+  const std::string_view b = body();
+  std::string block_json;
+  if (auto r = write_dead_letter(block_json, block); !r) return unexpected(r.error());
+  std::string out;
+  out.reserve(b.size() + block_json.size() + 16);
+  if (const auto& m = top_[static_cast<std::size_t>(Top::dead_letter)]) {
+    out.append(b.substr(0, m->value.offset));
+    out.append(block_json);
+    out.append(b.substr(m->value.offset + m->value.size));
+    return out;
+  }
+  std::size_t close = b.size();
+  while (close > 0 && b[close - 1] != '}') --close;
+  --close;  // the closing brace of the (decoded, so well-formed) object
+  std::size_t before = close;
+  while (before > 0 && detail::is_json_space(b[before - 1])) --before;
+  const bool empty_object = b[before - 1] == '{';
+  out.append(b.substr(0, close));
+  out.append(empty_object ? "\"dead_letter\":" : ",\"dead_letter\":");
+  out.append(block_json);
+  out.append(b.substr(close));
+  return out;
+}
+
+std::string dead_letter_body(std::string_view body, const DeadLetter& block, const DecodeOptions& options) {
+  auto env = Envelope::decode(body, options);
+  if (!env) return std::string(body);
+  auto annotated = env->encode_dead_letter(block);
+  return annotated ? std::move(*annotated) : std::string(body);
+}
+
+}  // namespace babelqueue

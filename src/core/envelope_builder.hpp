@@ -1,0 +1,14 @@
+// Internal: the two ways an Envelope's layout gets filled (decode and make).
+#pragma once
+
+#include <babelqueue/envelope.hpp>
+
+namespace babelqueue {
+
+class EnvelopeBuilder {
+ public:
+  static Result<Envelope, DecodeError> decode(std::string_view body, const DecodeOptions& options);
+  static Result<Envelope> make(std::string_view urn, const Value& data, const MakeOptions& options);
+};
+
+}  // namespace babelqueue

@@ -1,0 +1,184 @@
+#include "json_walk.hpp"
+#include "parser_pool.hpp"
+
+#include <babelqueue/json.hpp>
+
+#include <charconv>
+#include <cmath>
+
+namespace babelqueue {
+namespace detail {
+
+bool is_json_number(std::string_view t) noexcept {
+  std::size_t i = 0;
+  const std::size_t n = t.size();
+  auto digit = [&](std::size_t k) { return k < n && t[k] >= '0' && t[k] <= '9'; };
+  if (i < n && t[i] == '-') ++i;
+  if (!digit(i)) return false;
+  if (t[i] == '0') {
+    ++i;
+  } else {
+    while (digit(i)) ++i;
+  }
+  if (i < n && t[i] == '.') {
+    ++i;
+    if (!digit(i)) return false;
+    while (digit(i)) ++i;
+  }
+  if (i < n && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < n && (t[i] == '+' || t[i] == '-')) ++i;
+    if (!digit(i)) return false;
+    while (digit(i)) ++i;
+  }
+  return i == n;
+}
+
+std::optional<std::int64_t> parse_int64(std::string_view text) noexcept {
+  std::int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+Value number_value(std::string_view text) {
+  const bool integral = text.find_first_of(".eE") == std::string_view::npos;
+  if (integral) {
+    if (text.front() == '-') {
+      if (auto v = parse_int64(text)) return Value(*v);
+    } else {
+      std::uint64_t u = 0;
+      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), u);
+      if (ec == std::errc() && ptr == text.data() + text.size()) {
+        if (u <= static_cast<std::uint64_t>(INT64_MAX)) return Value(static_cast<std::int64_t>(u));
+        return Value(u);
+      }
+    }
+    return Value(NumberText{std::string(text)});
+  }
+  double d = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+  if (ec == std::errc() && std::isfinite(d)) return Value(d);
+  return Value(NumberText{std::string(text)});  // overflows a double: keep the text
+}
+
+namespace {
+
+constexpr WalkError kMalformed{Rejection::invalid_json, "malformed JSON"};
+
+template <bool Build>
+std::optional<WalkError> walk_scalar(od::value& value, od::json_type type, Value* out) {
+  std::string_view token;
+  if (type == od::json_type::string) {
+    std::string_view text;
+    if (value.get_string().get(text)) return WalkError{Rejection::invalid_json, "malformed string"};
+    if constexpr (Build) *out = std::string(text);
+    return std::nullopt;
+  }
+  token = trim_json_space(value.raw_json_token());
+  switch (type) {
+    case od::json_type::number:
+      if (!is_json_number(token)) return WalkError{Rejection::invalid_json, "malformed number"};
+      if constexpr (Build) *out = number_value(token);
+      return std::nullopt;
+    case od::json_type::boolean:
+      if (token != "true" && token != "false") return kMalformed;
+      if constexpr (Build) *out = token == "true";
+      return std::nullopt;
+    case od::json_type::null:
+      if (token != "null") return kMalformed;
+      if constexpr (Build) *out = nullptr;
+      return std::nullopt;
+    default: return kMalformed;
+  }
+}
+
+}  // namespace
+
+template <bool Build>
+std::optional<WalkError> walk(od::value value, std::size_t depth, std::size_t max_depth, Value* out) {
+  od::json_type type{};
+  if (value.type().get(type)) return kMalformed;
+  if (type == od::json_type::object || type == od::json_type::array) {
+    if (depth > max_depth) return WalkError{Rejection::too_deep, "nesting deeper than the limit"};
+  }
+  if (type == od::json_type::object) {
+    od::object object;
+    if (value.get_object().get(object)) return kMalformed;
+    if constexpr (Build) *out = Object();
+    for (auto field_result : object) {
+      od::field field;
+      if (std::move(field_result).get(field)) return kMalformed;
+      std::string_view key;
+      if (field.unescaped_key().get(key)) return WalkError{Rejection::invalid_json, "malformed key"};
+      Value* slot = nullptr;
+      if constexpr (Build) slot = &out->as_object().set(std::string(key), Value());
+      if (auto error = walk<Build>(field.value(), depth + 1, max_depth, slot)) return error;
+    }
+    return std::nullopt;
+  }
+  if (type == od::json_type::array) {
+    od::array array;
+    if (value.get_array().get(array)) return kMalformed;
+    if constexpr (Build) *out = Array();
+    for (auto item_result : array) {
+      od::value item;
+      if (std::move(item_result).get(item)) return kMalformed;
+      Value* slot = nullptr;
+      if constexpr (Build) {
+        out->as_array().emplace_back();
+        slot = &out->as_array().back();
+      }
+      if (auto error = walk<Build>(item, depth + 1, max_depth, slot)) return error;
+    }
+    return std::nullopt;
+  }
+  return walk_scalar<Build>(value, type, out);
+}
+
+template std::optional<WalkError> walk<true>(od::value, std::size_t, std::size_t, Value*);
+template std::optional<WalkError> walk<false>(od::value, std::size_t, std::size_t, Value*);
+
+}  // namespace detail
+
+Result<Value> parse_json(std::string_view text, const JsonLimits& limits) {
+  namespace od = detail::od;
+  auto fail = [](Rejection reason, std::string_view what) {
+    return unexpected(reason == Rejection::invalid_utf8 ? Errc::invalid_utf8 : Errc::invalid_json,
+                      std::string(to_string(reason)) + ": " + std::string(what));
+  };
+  if (text.size() > limits.max_bytes) return fail(Rejection::too_large, "text is larger than the limit");
+  simdjson::padded_string padded(text);
+  od::parser& parser = detail::thread_parser(limits.max_depth);
+  od::document doc;
+  if (auto code = parser.iterate(padded).get(doc)) return fail(detail::rejection_for(code), simdjson::error_message(code));
+  od::json_type type{};
+  if (auto code = doc.type().get(type)) return fail(detail::rejection_for(code), simdjson::error_message(code));
+
+  Value out;
+  if (type == od::json_type::object || type == od::json_type::array) {
+    od::value root;
+    if (auto code = doc.get_value().get(root)) return fail(detail::rejection_for(code), simdjson::error_message(code));
+    if (auto error = detail::walk<true>(root, 1, limits.max_depth, &out)) return fail(error->reason, error->what);
+  } else {
+    // A scalar document cannot be handed out as an od::value; read it here.
+    std::string_view token;
+    if (doc.raw_json_token().get(token)) return fail(Rejection::invalid_json, "malformed JSON");
+    token = detail::trim_json_space(token);
+    if (type == od::json_type::string) {
+      std::string_view s;
+      if (doc.get_string().get(s)) return fail(Rejection::invalid_json, "malformed string");
+      out = std::string(s);
+    } else if (type == od::json_type::number && detail::is_json_number(token)) {
+      out = detail::number_value(token);
+    } else if (token == "true" || token == "false") {
+      out = token == "true";
+    } else if (token != "null") {
+      return fail(Rejection::invalid_json, "malformed JSON");
+    }
+  }
+  if (!detail::at_document_end(doc)) return fail(Rejection::invalid_json, "trailing content after the JSON value");
+  return out;
+}
+
+}  // namespace babelqueue
