@@ -2,8 +2,11 @@
 # SDK as a dependency get none of the warnings-as-errors.
 include_guard(GLOBAL)
 
+# -Wno-missing-field-initializers: option structs are meant to be filled with
+# designated initializers naming only what differs from the defaults
+# (`{.queue = "orders"}`), which -Wextra would flag on GCC 12.
 set(BQ_WARNING_FLAGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wconversion -Wold-style-cast
-                     -Wimplicit-fallthrough)
+                     -Wimplicit-fallthrough -Wno-missing-field-initializers)
 
 function(bq_target_settings target)
   target_compile_features(${target} PUBLIC cxx_std_20)

@@ -45,7 +45,7 @@ struct MakeOptions {
 
 struct DecodeOptions {
   std::size_t max_bytes = 16U * 1024U * 1024U;  // larger bodies: Rejection::too_large
-  std::size_t max_depth = 512;                   // deeper nesting: Rejection::too_deep
+  std::size_t max_depth = 512;                  // deeper nesting: Rejection::too_deep
   // Called once per forbidden key dropped while decoding, with its JSON
   // pointer ("/timestamp", "/meta/ts"). The warnings are also kept on the
   // envelope (Envelope::warnings).

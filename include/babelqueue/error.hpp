@@ -15,19 +15,19 @@ namespace babelqueue {
 // What kind of failure happened. Stable names (to_string) appear in logs and in
 // the CLI's output, so scripts may match on them.
 enum class Errc {
-  invalid_argument,   // a caller passed a value the SDK cannot use (blank URN, NaN, ...)
-  invalid_json,       // text that is not JSON (or not the JSON shape required)
-  invalid_utf8,       // a string that is not valid UTF-8
-  rejected,           // a message that is not an acceptable envelope (see Rejection)
-  not_found,          // a named thing (queue, file, handler) does not exist
-  unsupported,        // the operation is not offered by this transport or build
-  connection,         // the broker or server could not be reached or dropped us
-  timeout,            // the operation did not finish in time
-  auth,               // credentials or certificates were refused
-  broker,             // the broker answered with an error
-  closed,             // the object was closed; create a new one
-  io,                 // a local I/O failure (file, pipe, process)
-  internal,           // a bug in the SDK: please report it
+  invalid_argument,  // a caller passed a value the SDK cannot use (blank URN, NaN, ...)
+  invalid_json,      // text that is not JSON (or not the JSON shape required)
+  invalid_utf8,      // a string that is not valid UTF-8
+  rejected,          // a message that is not an acceptable envelope (see Rejection)
+  not_found,         // a named thing (queue, file, handler) does not exist
+  unsupported,       // the operation is not offered by this transport or build
+  connection,        // the broker or server could not be reached or dropped us
+  timeout,           // the operation did not finish in time
+  auth,              // credentials or certificates were refused
+  broker,            // the broker answered with an error
+  closed,            // the object was closed; create a new one
+  io,                // a local I/O failure (file, pipe, process)
+  internal,          // a bug in the SDK: please report it
 };
 
 std::string_view to_string(Errc code) noexcept;

@@ -17,7 +17,7 @@
 namespace babelqueue {
 
 struct JsonLimits {
-  std::size_t max_depth = 512;                   // nesting of arrays and objects
+  std::size_t max_depth = 512;                  // nesting of arrays and objects
   std::size_t max_bytes = 16U * 1024U * 1024U;  // size of the text
 };
 

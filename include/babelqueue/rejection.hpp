@@ -16,12 +16,12 @@ namespace babelqueue {
 
 enum class Rejection {
   // decoding
-  too_large,       // the body is over DecodeOptions::max_bytes
-  invalid_utf8,    // the body is not valid UTF-8
-  invalid_json,    // the body is not JSON
-  not_an_object,   // the body is JSON but not an object
-  too_deep,        // nesting deeper than DecodeOptions::max_depth
-  duplicate_key,   // a key appears twice in the frame or in meta
+  too_large,      // the body is over DecodeOptions::max_bytes
+  invalid_utf8,   // the body is not valid UTF-8
+  invalid_json,   // the body is not JSON
+  not_an_object,  // the body is JSON but not an object
+  too_deep,       // nesting deeper than DecodeOptions::max_depth
+  duplicate_key,  // a key appears twice in the frame or in meta
   // accepts(), checked in this order
   missing_urn,                 // neither `job` nor `urn` is a non-blank string
   missing_meta,                // `meta` is absent or not an object

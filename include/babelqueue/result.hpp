@@ -36,7 +36,7 @@ class [[nodiscard]] Result {
  public:
   using value_type = T;
 
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}                // NOLINT: implicit by design
   Result(Unexpected<E> err) : state_(std::in_place_index<1>, std::move(err.error)) {}  // NOLINT
 
   bool has_value() const noexcept { return state_.index() == 0; }

@@ -76,22 +76,22 @@ class Value {
   Value(std::nullptr_t) noexcept {}  // NOLINT: implicit conversions are the point of a JSON value
   Value(bool b) noexcept : v_(b) {}  // NOLINT
   template <class I>
-    requires(std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<I, char>)
-  Value(I i) noexcept {  // NOLINT
+  requires(std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<I, char>) Value(I i)
+  noexcept {  // NOLINT
     if constexpr (std::is_signed_v<I>) {
       v_ = static_cast<std::int64_t>(i);
     } else {
       v_ = static_cast<std::uint64_t>(i);
     }
   }
-  Value(double d) noexcept : v_(d) {}                       // NOLINT
+  Value(double d) noexcept : v_(d) {}                      // NOLINT
   Value(float f) noexcept : v_(static_cast<double>(f)) {}  // NOLINT
-  Value(NumberText n) : v_(std::move(n)) {}                 // NOLINT
-  Value(std::string s) noexcept : v_(std::move(s)) {}       // NOLINT
-  Value(std::string_view s) : v_(std::string(s)) {}         // NOLINT
-  Value(const char* s) : v_(std::string(s)) {}              // NOLINT
-  Value(Array a) noexcept : v_(std::move(a)) {}             // NOLINT
-  Value(Object o) noexcept : v_(std::move(o)) {}            // NOLINT
+  Value(NumberText n) : v_(std::move(n)) {}                // NOLINT
+  Value(std::string s) noexcept : v_(std::move(s)) {}      // NOLINT
+  Value(std::string_view s) : v_(std::string(s)) {}        // NOLINT
+  Value(const char* s) : v_(std::string(s)) {}             // NOLINT
+  Value(Array a) noexcept : v_(std::move(a)) {}            // NOLINT
+  Value(Object o) noexcept : v_(std::move(o)) {}           // NOLINT
 
   // Builders that read well at call sites:
   //   Value::object({{"order_id", 1042}, {"items", Value::array({1, 2})}})

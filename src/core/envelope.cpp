@@ -96,8 +96,8 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
     return record(begin);
   };
   auto keep_text = [&](detail::Text& slot, std::string_view text) {
-    slot = detail::Text{{static_cast<std::uint32_t>(env.side_.size()), static_cast<std::uint32_t>(text.size())}, true,
-                        true};
+    slot = detail::Text{
+        {static_cast<std::uint32_t>(env.side_.size()), static_cast<std::uint32_t>(text.size())}, true, true};
     env.side_.append(text);
   };
 

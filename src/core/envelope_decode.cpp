@@ -84,14 +84,17 @@ class EnvelopeDecoder {
     if (auto code = doc_.type().get(type)) return error(detail::rejection_for(code), simdjson::error_message(code));
     if (type != od::json_type::object) return not_an_object(type);
     od::object root;
-    if (auto code = doc_.get_object().get(root)) return error(detail::rejection_for(code), simdjson::error_message(code));
+    if (auto code = doc_.get_object().get(root))
+      return error(detail::rejection_for(code), simdjson::error_message(code));
     KeySet keys;
     for (auto field_result : root) {
       od::field field;
-      if (auto code = std::move(field_result).get(field)) return error(detail::rejection_for(code), "malformed envelope object");
+      if (auto code = std::move(field_result).get(field))
+        return error(detail::rejection_for(code), "malformed envelope object");
       if (auto e = top_field(field, keys)) return e;
     }
-    if (!detail::at_document_end(doc_)) return error(Rejection::invalid_json, "trailing content after the envelope object");
+    if (!detail::at_document_end(doc_))
+      return error(Rejection::invalid_json, "trailing content after the envelope object");
     return std::nullopt;
   }
 
@@ -108,36 +111,15 @@ class EnvelopeDecoder {
     if (type == od::json_type::array) {
       od::value root;
       if (doc_.get_value().get(root)) return error(Rejection::invalid_json, "malformed JSON");
-      if (auto e = detail::walk<false>(root, 1, options_.max_depth, nullptr)) return error(e->reason, std::string(e->what));
-      if (!detail::at_document_end(doc_)) return error(Rejection::invalid_json, "trailing content after the JSON value");
+      if (auto e = detail::walk<false>(root, 1, options_.max_depth, nullptr))
+        return error(e->reason, std::string(e->what));
+      if (!detail::at_document_end(doc_))
+        return error(Rejection::invalid_json, "trailing content after the JSON value");
       return error(Rejection::not_an_object, "the body is a JSON array, not an object");
     }
-    // A scalar document: simdjson validates it when it is read as its type.
-    bool valid = false;
-    switch (type) {
-      case od::json_type::string: {
-        std::string_view s;
-        valid = !doc_.get_string().get(s);
-        break;
-      }
-      case od::json_type::number: {
-        std::string_view token;
-        valid = !doc_.raw_json_token().get(token) && detail::is_json_number(detail::trim_json_space(token));
-        break;
-      }
-      case od::json_type::boolean: {
-        bool b = false;
-        valid = !doc_.get_bool().get(b);
-        break;
-      }
-      case od::json_type::null: {
-        bool is_null = false;
-        valid = !doc_.is_null().get(is_null) && is_null;
-        break;
-      }
-      default: break;
+    if (detail::read_scalar_document(doc_, type, env_.body(), nullptr)) {
+      return error(Rejection::invalid_json, "the body is not JSON");
     }
-    if (!valid) return error(Rejection::invalid_json, "the body is not JSON");
     return error(Rejection::not_an_object, "the body is a JSON scalar, not an object");
   }
 
@@ -225,7 +207,8 @@ class EnvelopeDecoder {
     const char* key_begin = field.key().raw() - 1;
     std::string_view key;
     if (field.unescaped_key().get(key)) return error(Rejection::invalid_json, "malformed key");
-    if (!keys.insert(key)) return error(Rejection::duplicate_key, "duplicate key \"" + std::string(key) + "\" in the envelope");
+    if (!keys.insert(key))
+      return error(Rejection::duplicate_key, "duplicate key \"" + std::string(key) + "\" in the envelope");
     Member m;
     od::json_type type{};
     std::string_view token;
@@ -247,8 +230,8 @@ class EnvelopeDecoder {
       case detail::TopKey::urn:
       case detail::TopKey::trace_id: {
         detail::Text& text = which == detail::TopKey::job   ? env_.job_
-                               : which == detail::TopKey::urn ? env_.urn_
-                                                             : env_.trace_id_;
+                             : which == detail::TopKey::urn ? env_.urn_
+                                                            : env_.trace_id_;
         if (type == od::json_type::string) return read_text(field, token, text);
         return check_scalar(field, type, token);
       }
@@ -296,7 +279,8 @@ class EnvelopeDecoder {
     KeySet keys;
     for (auto field_result : meta) {
       od::field inner;
-      if (auto code = std::move(field_result).get(inner)) return error(detail::rejection_for(code), "malformed meta object");
+      if (auto code = std::move(field_result).get(inner))
+        return error(detail::rejection_for(code), "malformed meta object");
       if (auto e = meta_member(inner, keys)) return e;
     }
     auto end = value_end(token, type);
@@ -330,16 +314,15 @@ class EnvelopeDecoder {
       case detail::MetaKey::queue:
       case detail::MetaKey::lang: {
         detail::Text& text = which == detail::MetaKey::id      ? env_.id_
-                               : which == detail::MetaKey::queue ? env_.queue_
-                                                                   : env_.lang_;
+                             : which == detail::MetaKey::queue ? env_.queue_
+                                                               : env_.lang_;
         if (type == od::json_type::string) return read_text(field, token, text);
         return check_scalar(field, type, token);
       }
       case detail::MetaKey::schema_version:
       case detail::MetaKey::created_at: {
         if (auto e = check_scalar(field, type, token)) return e;
-        detail::Integer& number =
-            which == detail::MetaKey::schema_version ? env_.schema_version_ : env_.created_at_;
+        detail::Integer& number = which == detail::MetaKey::schema_version ? env_.schema_version_ : env_.created_at_;
         if (type == od::json_type::number) {
           if (auto n = detail::parse_int64(token)) number = detail::Integer{*n, true};
         }

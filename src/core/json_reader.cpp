@@ -139,6 +139,42 @@ std::optional<WalkError> walk(od::value value, std::size_t depth, std::size_t ma
 template std::optional<WalkError> walk<true>(od::value, std::size_t, std::size_t, Value*);
 template std::optional<WalkError> walk<false>(od::value, std::size_t, std::size_t, Value*);
 
+std::optional<WalkError> read_scalar_document(od::document& doc, od::json_type type, std::string_view text,
+                                              Value* out) {
+  std::string_view token;
+  if (doc.raw_json_token().get(token)) return kMalformed;
+  token = trim_json_space(token);
+  // A root scalar cannot be handed out as an od::value and is only peeked
+  // here, so the iterator cannot tell whether anything follows it: compare
+  // the token with the whole text instead.
+  if (trim_json_space(text) != token)
+    return WalkError{Rejection::invalid_json, "trailing content after the JSON value"};
+  switch (type) {
+    case od::json_type::string: {
+      std::string_view s;
+      if (doc.get_string().get(s)) return WalkError{Rejection::invalid_json, "malformed string"};
+      if (out != nullptr) *out = std::string(s);
+      return std::nullopt;
+    }
+    case od::json_type::number:
+      if (!is_json_number(token)) return WalkError{Rejection::invalid_json, "malformed number"};
+      if (out != nullptr) *out = number_value(token);
+      return std::nullopt;
+    case od::json_type::boolean:
+    case od::json_type::null:
+      if (token == "true" || token == "false") {
+        if (out != nullptr) *out = token == "true";
+        return std::nullopt;
+      }
+      if (token == "null") {
+        if (out != nullptr) *out = nullptr;
+        return std::nullopt;
+      }
+      return kMalformed;
+    default: return kMalformed;
+  }
+}
+
 }  // namespace detail
 
 Result<Value> parse_json(std::string_view text, const JsonLimits& limits) {
@@ -151,32 +187,19 @@ Result<Value> parse_json(std::string_view text, const JsonLimits& limits) {
   simdjson::padded_string padded(text);
   od::parser& parser = detail::thread_parser(limits.max_depth);
   od::document doc;
-  if (auto code = parser.iterate(padded).get(doc)) return fail(detail::rejection_for(code), simdjson::error_message(code));
+  if (auto code = parser.iterate(padded).get(doc))
+    return fail(detail::rejection_for(code), simdjson::error_message(code));
   od::json_type type{};
   if (auto code = doc.type().get(type)) return fail(detail::rejection_for(code), simdjson::error_message(code));
 
   Value out;
-  if (type == od::json_type::object || type == od::json_type::array) {
-    od::value root;
-    if (auto code = doc.get_value().get(root)) return fail(detail::rejection_for(code), simdjson::error_message(code));
-    if (auto error = detail::walk<true>(root, 1, limits.max_depth, &out)) return fail(error->reason, error->what);
-  } else {
-    // A scalar document cannot be handed out as an od::value; read it here.
-    std::string_view token;
-    if (doc.raw_json_token().get(token)) return fail(Rejection::invalid_json, "malformed JSON");
-    token = detail::trim_json_space(token);
-    if (type == od::json_type::string) {
-      std::string_view s;
-      if (doc.get_string().get(s)) return fail(Rejection::invalid_json, "malformed string");
-      out = std::string(s);
-    } else if (type == od::json_type::number && detail::is_json_number(token)) {
-      out = detail::number_value(token);
-    } else if (token == "true" || token == "false") {
-      out = token == "true";
-    } else if (token != "null") {
-      return fail(Rejection::invalid_json, "malformed JSON");
-    }
+  if (type != od::json_type::object && type != od::json_type::array) {
+    if (auto error = detail::read_scalar_document(doc, type, text, &out)) return fail(error->reason, error->what);
+    return out;
   }
+  od::value root;
+  if (auto code = doc.get_value().get(root)) return fail(detail::rejection_for(code), simdjson::error_message(code));
+  if (auto error = detail::walk<true>(root, 1, limits.max_depth, &out)) return fail(error->reason, error->what);
   if (!detail::at_document_end(doc)) return fail(Rejection::invalid_json, "trailing content after the JSON value");
   return out;
 }

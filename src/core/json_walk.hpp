@@ -64,6 +64,10 @@ std::optional<std::int64_t> parse_int64(std::string_view text) noexcept;
 template <bool Build>
 std::optional<WalkError> walk(od::value value, std::size_t depth, std::size_t max_depth, Value* out);
 
+// Reads a document whose root is a scalar (of the given type) into out (when
+// not null), checking that nothing follows it in text.
+std::optional<WalkError> read_scalar_document(od::document& doc, od::json_type type, std::string_view text, Value* out);
+
 extern template std::optional<WalkError> walk<true>(od::value, std::size_t, std::size_t, Value*);
 extern template std::optional<WalkError> walk<false>(od::value, std::size_t, std::size_t, Value*);
 

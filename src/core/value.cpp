@@ -72,9 +72,7 @@ namespace {
               "expected " + std::string(wanted) + ", got " + std::string(Value::kind_name(actual)));
 }
 
-bool is_integer_text(std::string_view text) noexcept {
-  return text.find_first_of(".eE") == std::string_view::npos;
-}
+bool is_integer_text(std::string_view text) noexcept { return text.find_first_of(".eE") == std::string_view::npos; }
 
 }  // namespace
 
@@ -142,8 +140,7 @@ double Value::as_double() const {
       double d = 0;
       auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
       if (ec == std::errc::result_out_of_range) {
-        return text.front() == '-' ? -std::numeric_limits<double>::infinity()
-                                   : std::numeric_limits<double>::infinity();
+        return text.front() == '-' ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
       }
       return d;
     }

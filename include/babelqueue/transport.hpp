@@ -1,0 +1,154 @@
+// Transport: the narrow interface every broker binding implements.
+//
+// A transport moves bytes; the runtime (Worker) owns every semantic of the
+// wire contract — retries, dead-lettering, poison handling. The runtime asks a
+// transport what it can do (capabilities()), never which broker it is.
+//
+// Delivery model (at-least-once): receive() reserves messages; each reserved
+// message must be settled exactly once with ack() (done, remove it) or
+// release() (give it back for redelivery, optionally after a delay). A message
+// that is never settled — its worker died — comes back by itself on
+// transports with Capabilities::redelivers_unsettled (visibility timeout,
+// broker-side lease, consumer-group rebalance).
+//
+// Thread-safety: every method of a Transport may be called from several
+// threads at once; a Delivery may be settled from a thread other than the one
+// that received it.
+#pragma once
+
+#include <babelqueue/rejection.hpp>
+#include <babelqueue/result.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace babelqueue {
+
+// Out-of-band headers (traceparent, tracestate, bq-replay-bypass, ...): they
+// ride on the broker's native metadata, never inside the envelope.
+using Headers = std::map<std::string, std::string, std::less<>>;
+
+// Header names the SDK itself uses.
+inline constexpr std::string_view kReplayBypassHeader = "bq-replay-bypass";
+inline constexpr std::string_view kDeadLetterReasonHeader = "bq-dead-letter-reason";
+
+struct PublishOptions {
+  Headers headers;
+  // Deliver no earlier than now + delay. Transports without native delay
+  // (Capabilities::native_delay false) fail with Errc::unsupported when it is
+  // not zero, rather than silently ignoring it.
+  std::chrono::milliseconds delay{0};
+  // Broker-side deduplication id (SQS FIFO MessageDeduplicationId). Empty:
+  // the transport's default.
+  std::string dedup_id;
+  // Ordering / partitioning key (Kafka record key, SQS FIFO message group).
+  std::string ordering_key;
+};
+
+// One message of a batch publish.
+struct OutgoingMessage {
+  std::string queue;
+  std::string body;
+  PublishOptions options;
+};
+
+// A transport's handle on a reserved message, opaque to everyone else. Each
+// transport stores what it needs to settle the message (a row id and lease, a
+// delivery tag, a receipt handle, a partition and offset, ...).
+struct DeliveryToken {
+  std::uint64_t id = 0;
+  std::string text;
+};
+
+struct Delivery {
+  std::string queue;  // the queue it was received from
+  std::string body;   // the bytes as the broker holds them
+  Headers headers;    // out-of-band headers (empty when the broker has none)
+  // The attempts count read from the broker's native metadata by the
+  // binding's reconciliation rule (SQS ApproximateReceiveCount - 1, Kafka's
+  // bq-attempts header, ...), to be merged with the body's own count by
+  // the runtime. Empty when the broker says nothing.
+  std::optional<std::int64_t> native_attempts;
+  // Set when the transport's bq-schema-version gate rejected the message
+  // before any decoding: the runtime treats it as poison.
+  std::optional<Rejection> gate_rejection;
+  // True when native_attempts replaces the body's count instead of being
+  // merged by max() (Kafka: the bq-attempts header is authoritative).
+  bool native_attempts_authoritative = false;
+  DeliveryToken token;
+};
+
+struct Capabilities {
+  bool headers = false;                    // publish/receive carry out-of-band headers
+  bool native_delay = false;               // publish and release honour a delay
+  bool native_release = false;             // release() hands back the same message
+  bool delivery_count = false;             // Delivery::native_attempts is filled
+  bool redelivers_unsettled = false;       // an unsettled message comes back after a crash
+  bool extendable_lease = false;           // extend() keeps a long handler's message reserved
+  bool batch_publish = false;              // publish_batch() is one round trip, not a loop
+  bool ordered = false;                    // first in, first out per queue (or partition)
+  std::chrono::milliseconds max_delay{0};  // longest native delay; 0 = no limit
+};
+
+// Counts a transport can report for a queue; -1 where it cannot tell.
+struct QueueStats {
+  std::int64_t ready = -1;     // waiting to be received
+  std::int64_t reserved = -1;  // received, not yet settled
+  std::int64_t delayed = -1;   // published with a delay that has not passed
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  Transport() = default;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  virtual Capabilities capabilities() const = 0;
+
+  // Appends body to queue. Succeeds only once the broker has accepted the
+  // message (confirmed, acknowledged, committed).
+  virtual Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) = 0;
+
+  // Publishes every message; stops at the first failure and reports how many
+  // were published before it in the error message. The default loops over
+  // publish().
+  virtual Result<void> publish_batch(std::span<const OutgoingMessage> messages);
+
+  // Reserves up to max messages of queue, waiting up to wait for the first
+  // one. An empty vector means nothing arrived in time.
+  virtual Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
+                                                std::chrono::milliseconds wait) = 0;
+
+  // Settles a delivery as done: the broker forgets the message.
+  virtual Result<void> ack(const Delivery& delivery) = 0;
+
+  // Settles a delivery as not done: the message is delivered again (after
+  // delay, where native_delay). Its body is unchanged.
+  virtual Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) = 0;
+
+  // Keeps a delivery reserved for at least `lease` from now (a long handler).
+  // Errc::unsupported where the transport has no leases.
+  virtual Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease);
+
+  // The dead-letter queue's name for queue under this transport's naming:
+  // queue + ".dlq" by default (SQS: "-dlq", its names cannot hold a dot).
+  virtual std::string dead_letter_queue(std::string_view queue) const;
+
+  // Counts for queue; Errc::unsupported where the broker cannot tell.
+  virtual Result<QueueStats> stats(std::string_view queue);
+
+  // Stops background work and closes connections, waiting at most deadline
+  // for in-flight broker operations. Reserved, unsettled deliveries are left
+  // to the broker's redelivery. Idempotent; the destructor calls it.
+  virtual void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) = 0;
+};
+
+}  // namespace babelqueue

@@ -1,0 +1,129 @@
+// Golden bytes for every byte rule of the canonical encoding (SPEC §3).
+#include <babelqueue/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace bq = babelqueue;
+
+namespace {
+
+std::string json(const bq::Value& v) { return bq::to_json(v).value(); }
+std::string dbl(double d) {
+  std::string out;
+  bq::write_json_double(out, d).value();
+  return out;
+}
+
+TEST(JsonWriter, CompactWithNoWhitespaceAndInsertionOrder) {
+  const bq::Value v =
+      bq::Value::object({{"b", 1}, {"a", bq::Value::array({true, false, nullptr})}, {"c", bq::Value::object()}});
+  EXPECT_EQ(json(v), R"({"b":1,"a":[true,false,null],"c":{}})");
+}
+
+TEST(JsonWriter, EscapesOnlyQuoteBackslashAndControlCharacters) {
+  EXPECT_EQ(json("\"\\"), R"("\"\\")");
+  EXPECT_EQ(json("\b\f\n\r\t"), R"("\b\f\n\r\t")");
+  EXPECT_EQ(json(std::string("\x00\x01\x1f", 3)), R"("\u0000\u0001\u001f")");  // lowercase hex
+  EXPECT_EQ(json("\x0b\x1b"), R"("\u000b\u001b")");
+}
+
+TEST(JsonWriter, LeavesSlashHtmlDelAndNonAsciiLiteral) {
+  EXPECT_EQ(json("/<>&'"), R"("/<>&'")");
+  EXPECT_EQ(json("\x7f"), "\"\x7f\"");
+  EXPECT_EQ(json("Café — naïve ☕ 日本 😀"), "\"Café — naïve ☕ 日本 😀\"");
+  EXPECT_EQ(json("a\u2028b\u2029c"), "\"a\u2028b\u2029c\"");
+}
+
+TEST(JsonWriter, RejectsInvalidUtf8) {
+  auto r = bq::to_json(bq::Value(std::string("caf\xff")));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), bq::Errc::invalid_utf8);
+  EXPECT_FALSE(bq::to_json(bq::Value::object({{std::string("k\xc3"), 1}})));  // keys too
+  EXPECT_FALSE(bq::to_json(bq::Value(std::string("\xed\xa0\x80"))));          // encoded surrogate
+}
+
+TEST(JsonWriter, IntegersAreExact) {
+  EXPECT_EQ(json(std::numeric_limits<std::int64_t>::min()), "-9223372036854775808");
+  EXPECT_EQ(json(std::numeric_limits<std::int64_t>::max()), "9223372036854775807");
+  EXPECT_EQ(json(std::numeric_limits<std::uint64_t>::max()), "18446744073709551615");
+  EXPECT_EQ(json(1749132727000LL), "1749132727000");
+  EXPECT_EQ(json(bq::NumberText{"123456789012345678901234567890"}), "123456789012345678901234567890");
+}
+
+TEST(JsonWriter, DoublesUsePythonReprLayout) {
+  EXPECT_EQ(dbl(1.0), "1.0");
+  EXPECT_EQ(dbl(0.0), "0.0");
+  EXPECT_EQ(dbl(-0.0), "-0.0");
+  EXPECT_EQ(dbl(0.5), "0.5");
+  EXPECT_EQ(dbl(0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(dbl(123.456), "123.456");
+  EXPECT_EQ(dbl(-2.5), "-2.5");
+  EXPECT_EQ(dbl(100.0), "100.0");
+  EXPECT_EQ(dbl(0.0001), "0.0001");  // fixed down to 1e-4
+  EXPECT_EQ(dbl(0.00012), "0.00012");
+  EXPECT_EQ(dbl(0.00001), "1e-05");  // exponent below that, two digits at least
+  EXPECT_EQ(dbl(1e-7), "1e-07");
+  EXPECT_EQ(dbl(1.5e-10), "1.5e-10");
+  EXPECT_EQ(dbl(1e15), "1000000000000000.0");  // fixed below 1e16
+  EXPECT_EQ(dbl(9999999999999998.0), "9999999999999998.0");
+  EXPECT_EQ(dbl(1e16), "1e+16");  // exponent from 1e16, with a sign
+  EXPECT_EQ(dbl(1.5e300), "1.5e+300");
+  EXPECT_EQ(dbl(1e21), "1e+21");
+  EXPECT_EQ(dbl(123456789012345680000.0), "1.2345678901234568e+20");
+  EXPECT_EQ(dbl(std::numeric_limits<double>::max()), "1.7976931348623157e+308");
+  EXPECT_EQ(dbl(std::numeric_limits<double>::denorm_min()), "5e-324");
+  EXPECT_EQ(dbl(-1e-5), "-1e-05");
+}
+
+TEST(JsonWriter, RejectsNanAndInfinities) {
+  std::string out;
+  EXPECT_EQ(bq::write_json_double(out, std::nan("")).error().code(), bq::Errc::invalid_argument);
+  EXPECT_FALSE(bq::write_json_double(out, std::numeric_limits<double>::infinity()));
+  EXPECT_FALSE(bq::to_json(bq::Value::object({{"x", -std::numeric_limits<double>::infinity()}})));
+}
+
+TEST(JsonReader, ParsesNumbersIntoTheNarrowestKind) {
+  auto v = bq::parse_json(
+               R"({"i":-5,"u":18446744073709551615,"big":123456789012345678901234567890,"d":1.5,"e":1e400,"z":-0.0})")
+               .value();
+  EXPECT_EQ(v["i"].kind(), bq::Value::Kind::int64);
+  EXPECT_EQ(v["u"].kind(), bq::Value::Kind::uint64);
+  EXPECT_EQ(v["big"].kind(), bq::Value::Kind::number_text);
+  EXPECT_EQ(v["big"].number_text(), "123456789012345678901234567890");
+  EXPECT_EQ(v["d"].as_double(), 1.5);
+  EXPECT_EQ(v["e"].kind(), bq::Value::Kind::number_text);  // overflows a double: text kept
+  EXPECT_TRUE(std::signbit(v["z"].as_double()));
+}
+
+TEST(JsonReader, RejectsWhatIsNotStrictJson) {
+  for (const char* bad : {"", "{", "{\"a\":01}", "[1,]", "{\"a\":tru}", "\"\\x\"", "{} x", "nul", "1.", "-", "[1 2]",
+                          "\"\\ud800\"", "{\"a\" 1}"}) {
+    EXPECT_FALSE(bq::parse_json(bad)) << bad;
+  }
+  EXPECT_EQ(bq::parse_json("\"\xff\"").error().code(), bq::Errc::invalid_utf8);
+}
+
+TEST(JsonReader, ScalarDocumentsAndDepthLimit) {
+  EXPECT_EQ(bq::parse_json("42").value(), bq::Value(42));
+  EXPECT_EQ(bq::parse_json(" \"x\" ").value(), bq::Value("x"));
+  EXPECT_EQ(bq::parse_json("null").value(), bq::Value());
+  EXPECT_FALSE(bq::parse_json("42 43"));
+  const std::string deep = std::string(20, '[') + std::string(20, ']');
+  EXPECT_TRUE(bq::parse_json(deep, {.max_depth = 20}));
+  EXPECT_FALSE(bq::parse_json(deep, {.max_depth = 19}));
+}
+
+TEST(JsonReader, DuplicateKeysKeepFirstPositionLastValue) {
+  auto v = bq::parse_json(R"({"a":1,"b":2,"a":3})").value();
+  EXPECT_EQ(json(v), R"({"a":3,"b":2})");
+}
+
+TEST(JsonRoundTrip, ParseThenWriteIsCanonical) {
+  auto v = bq::parse_json(R"({ "s" : "\u00e9\/\u2028", "n" : [ 1 , 2.50 , 1E2 ] })").value();
+  EXPECT_EQ(json(v), "{\"s\":\"é/\u2028\",\"n\":[1,2.5,100.0]}");
+}
+
+}  // namespace
