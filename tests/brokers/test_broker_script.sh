@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016  # single-quoted snippets are expanded by inner shells
+# Self-checking test of scripts/broker.
+#
+#   tests/brokers/test_broker_script.sh [redis|rabbitmq|kafka|sqs ...]
+#
+# For each broker (default: all four): url -> start (URL is the only and
+# last stdout line) -> status running -> loopback-only listeners -> the
+# broker answers -> start again (idempotent, same pid) -> stop -> status
+# stopped (exit 3) -> stop again. Redis also checks that data survives a
+# stop/start (AOF) and both Redis and RabbitMQ check their TLS port.
+#
+# By default the test runs in isolation: its own temporary state directory
+# and ports shifted by BQ_TEST_PORT_OFFSET (default 1000), so brokers that
+# are already running with the default settings are not disturbed. Set
+# BQ_TEST_ISOLATED=0 to test the default state directory and ports instead.
+# Downloads are still cached in the usual cache directory.
+#
+# Last line of output: "N passed, N failed". Exit status 1 when any failed.
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
+BROKER="$HERE/../../scripts/broker"
+ALL=(redis rabbitmq kafka sqs)
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); printf 'ok   - %s\n' "$*"; }
+nok() { failed=$((failed + 1)); printf 'FAIL - %s\n' "$*"; }
+check() {
+  # check DESCRIPTION COMMAND...
+  local desc="$1"; shift
+  if "$@"; then ok "$desc"; else nok "$desc"; fi
+}
+
+names=("$@")
+(( ${#names[@]} )) || names=("${ALL[@]}")
+for n in "${names[@]}"; do
+  case " ${ALL[*]} " in
+    *" $n "*) ;;
+    *) echo "unknown broker '$n' (expected: ${ALL[*]})" >&2; echo "0 passed, 1 failed"; exit 2 ;;
+  esac
+done
+
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/bq-broker-test.XXXXXX")"
+started=()
+cleanup() {
+  local n
+  for n in "${started[@]}"; do "$BROKER" stop "$n" >/dev/null 2>&1 || true; done
+  if [[ "${BQ_TEST_KEEP:-0}" == 0 ]]; then
+    rm -rf "$TMP"
+  else
+    echo "# kept $TMP"
+  fi
+}
+trap cleanup EXIT
+
+if [[ "${BQ_TEST_ISOLATED:-1}" != 0 ]]; then
+  off="${BQ_TEST_PORT_OFFSET:-1000}"
+  export BQ_BROKER_DIR="$TMP/state"
+  export BQ_REDIS_PORT=$((6390 + off)) BQ_REDIS_TLS_PORT=$((6391 + off))
+  export BQ_RABBITMQ_PORT=$((5682 + off)) BQ_RABBITMQ_TLS_PORT=$((5681 + off))
+  export BQ_RABBITMQ_DIST_PORT=$((25682 + off)) BQ_RABBITMQ_EPMD_PORT=$((4391 + off))
+  export BQ_KAFKA_PORT=$((9192 + off)) BQ_KAFKA_CONTROLLER_PORT=$((9193 + off))
+  export BQ_SQS_PORT=$((9324 + off))
+  echo "# isolated run: state in $BQ_BROKER_DIR, ports shifted by $off"
+fi
+
+# expected URL shape for a broker, given its port
+url_regex() {
+  case "$1" in
+    redis) echo '^redis://127\.0\.0\.1:[0-9]+/0$' ;;
+    rabbitmq) echo '^amqp://guest:guest@127\.0\.0\.1:[0-9]+/(%2F)?$' ;;
+    kafka) echo '^kafka://127\.0\.0\.1:[0-9]+$' ;;
+    sqs) echo '^sqs://us-east-1\?endpoint=http://127\.0\.0\.1:[0-9]+$' ;;
+  esac
+}
+
+url_port() {
+  local u="$1"
+  u="${u##*127.0.0.1:}"
+  printf '%s\n' "${u%%[!0-9]*}"
+}
+
+port_open() { timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$1" 2>/dev/null; }
+
+# All listening sockets on PORT are bound to 127.0.0.1.
+loopback_only() {
+  local port="$1" lines
+  command -v ss >/dev/null 2>&1 || return 0
+  lines="$(ss -Hltn "sport = :$port" 2>/dev/null | awk '{print $4}')"
+  [[ -n "$lines" ]] || return 1
+  ! grep -v -E '^(127\.0\.0\.1|\[::ffff:127\.0\.0\.1\]):' <<<"$lines" | grep -q .
+}
+
+# The broker speaks its protocol on the port.
+answers() {
+  local name="$1" port="$2"
+  case "$name" in
+    redis)
+      [[ "$(timeout 5 redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" == PONG ]] ;;
+    rabbitmq)
+      timeout 5 bash -c '
+        exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+        printf "AMQP\x00\x00\x09\x01" >&3
+        [[ "$(head -c 1 <&3 | od -An -tu1 | tr -d " \n")" == 1 ]]' _ "$port" ;;
+    kafka)
+      port_open "$port" ;;
+    sqs)
+      curl -s --max-time 5 -X POST "http://127.0.0.1:$port/" \
+        -H 'Content-Type: application/x-amz-json-1.0' -H 'X-Amz-Target: AmazonSQS.ListQueues' \
+        -H 'Authorization: AWS4-HMAC-SHA256 Credential=test/20240101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=0' \
+        -d '{}' | grep -q '^{' ;;
+  esac
+}
+
+tls_handshake() {
+  local port="$1" ca="$2"
+  timeout 10 openssl s_client -connect "127.0.0.1:$port" -CAfile "$ca" \
+    -verify_return_error -brief </dev/null >/dev/null 2>&1
+}
+
+info_value() { "$BROKER" info "$1" 2>/dev/null | sed -n "s/^$2=//p"; }
+
+status_pid() { sed -n 's/.*(pid \([0-9]*\)).*/\1/p' <<<"$1"; }
+
+test_broker() {
+  local name="$1" url out rc lines status pid pid2 port t0 t1
+  echo "# --- $name ---"
+
+  url="$("$BROKER" url "$name" 2>/dev/null)"; rc=$?
+  check "$name: url exits 0" test "$rc" -eq 0
+  check "$name: url has the expected form ($url)" grep -Eq "$(url_regex "$name")" <<<"$url"
+  port="$(url_port "$url")"
+
+  "$BROKER" stop "$name" >/dev/null 2>&1   # start from a stopped broker
+
+  t0=$SECONDS
+  out="$("$BROKER" start "$name" 2>"$TMP/$name.start.err")"; rc=$?
+  t1=$SECONDS
+  started+=("$name")
+  check "$name: start exits 0 (took $((t1 - t0))s)" test "$rc" -eq 0
+  if (( rc != 0 )); then
+    sed 's/^/#   /' "$TMP/$name.start.err" | tail -n 40
+    return
+  fi
+  lines="$(grep -c . <<<"$out")"
+  check "$name: start prints only the URL on stdout ($lines line(s))" test "$lines" -eq 1
+  check "$name: last stdout line of start is the URL" test "$(tail -n 1 <<<"$out")" = "$url"
+
+  status="$("$BROKER" status "$name" 2>/dev/null)"; rc=$?
+  check "$name: status exits 0 when running" test "$rc" -eq 0
+  check "$name: status says running with the URL ($status)" grep -q "running.*$url" <<<"$status"
+  pid="$(status_pid "$status")"
+
+  check "$name: port $port listens on 127.0.0.1 only" loopback_only "$port"
+  check "$name: answers on port $port" answers "$name" "$port"
+
+  case "$name" in
+    redis|rabbitmq)
+      local tls_port ca
+      tls_port="$(info_value "$name" tls_port)"
+      ca="$(info_value "$name" tls_ca)"
+      if [[ -n "$tls_port" && "$tls_port" != 0 ]]; then
+        check "$name: TLS port $tls_port listens on 127.0.0.1 only" loopback_only "$tls_port"
+        check "$name: TLS handshake on $tls_port verifies against $ca" tls_handshake "$tls_port" "$ca"
+      fi
+      ;;
+  esac
+  if [[ "$name" == redis ]]; then
+    check "redis: write a key" test "$(timeout 5 redis-cli -p "$port" set bq:test:persist yes 2>/dev/null)" = OK
+  fi
+
+  t0=$SECONDS
+  out="$("$BROKER" start "$name" 2>/dev/null)"; rc=$?
+  t1=$SECONDS
+  check "$name: second start exits 0 (took $((t1 - t0))s)" test "$rc" -eq 0
+  check "$name: second start prints the same URL last" test "$(tail -n 1 <<<"$out")" = "$url"
+  pid2="$(status_pid "$("$BROKER" status "$name" 2>/dev/null)")"
+  check "$name: second start kept the same process (pid $pid)" test -n "$pid" -a "$pid" = "$pid2"
+
+  "$BROKER" stop "$name" >/dev/null 2>"$TMP/$name.stop.err"; rc=$?
+  check "$name: stop exits 0" test "$rc" -eq 0
+  status="$("$BROKER" status "$name" 2>/dev/null)"; rc=$?
+  check "$name: status exits 3 after stop" test "$rc" -eq 3
+  check "$name: status says stopped ($status)" grep -q 'stopped' <<<"$status"
+  check "$name: port $port is closed after stop" bash -c '! timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null' _ "$port"
+  check "$name: process $pid is gone" bash -c '! kill -0 "$1" 2>/dev/null || grep -q "^State:[[:space:]]*Z" "/proc/$1/status"' _ "$pid"
+  "$BROKER" stop "$name" >/dev/null 2>&1; rc=$?
+  check "$name: stop when already stopped exits 0" test "$rc" -eq 0
+
+  if [[ "$name" == redis ]]; then
+    out="$("$BROKER" start redis 2>/dev/null)"; rc=$?
+    check "redis: restart after stop exits 0" test "$rc" -eq 0
+    check "redis: data survived stop/start (AOF)" test "$(timeout 5 redis-cli -p "$port" get bq:test:persist 2>/dev/null)" = yes
+    "$BROKER" stop redis >/dev/null 2>&1
+  fi
+  if [[ "$name" == rabbitmq ]]; then
+    local epmd_port
+    epmd_port="$(info_value rabbitmq epmd_port)"
+    check "rabbitmq: private epmd (port $epmd_port) stopped too" bash -c '! timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null' _ "$epmd_port"
+  fi
+}
+
+for n in "${names[@]}"; do
+  test_broker "$n"
+done
+
+echo "$passed passed, $failed failed"
+(( failed == 0 ))
