@@ -53,13 +53,15 @@ class Object {
   bool contains(std::string_view key) const noexcept { return find(key) != nullptr; }
   bool erase(std::string_view key);
 
-  std::size_t size() const noexcept { return members_.size(); }
-  bool empty() const noexcept { return members_.empty(); }
-  void reserve(std::size_t n) { members_.reserve(n); }
-  iterator begin() noexcept { return members_.begin(); }
-  iterator end() noexcept { return members_.end(); }
-  const_iterator begin() const noexcept { return members_.begin(); }
-  const_iterator end() const noexcept { return members_.end(); }
+  // Defined after Value: clang instantiates std::vector's constexpr members
+  // eagerly and needs Value complete by then.
+  std::size_t size() const noexcept;
+  bool empty() const noexcept;
+  void reserve(std::size_t n);
+  iterator begin() noexcept;
+  iterator end() noexcept;
+  const_iterator begin() const noexcept;
+  const_iterator end() const noexcept;
 
   // JSON equality: same keys with equal values, in any order.
   friend bool operator==(const Object& a, const Object& b);
@@ -144,5 +146,13 @@ class Value {
   std::variant<std::nullptr_t, bool, std::int64_t, std::uint64_t, NumberText, double, std::string, Array, Object> v_{
       nullptr};
 };
+
+inline std::size_t Object::size() const noexcept { return members_.size(); }
+inline bool Object::empty() const noexcept { return members_.empty(); }
+inline void Object::reserve(std::size_t n) { members_.reserve(n); }
+inline Object::iterator Object::begin() noexcept { return members_.begin(); }
+inline Object::iterator Object::end() noexcept { return members_.end(); }
+inline Object::const_iterator Object::begin() const noexcept { return members_.begin(); }
+inline Object::const_iterator Object::end() const noexcept { return members_.end(); }
 
 }  // namespace babelqueue

@@ -163,6 +163,12 @@ class EnvelopeDecoder {
       if (auto e = detail::walk<false>(value, depth, options_.max_depth, nullptr)) {
         return error(e->reason, std::string(e->what));
       }
+    } else if (type == od::json_type::string && token.find('\\') == std::string_view::npos) {
+      // A string read in place must still be consumed: a value the object
+      // iterator skips is not checked for what follows it, and
+      // {"x":"y":} would pass (found by the fuzzer). Strings with escapes are
+      // consumed when read_text / check_scalar unescape them.
+      if (value.get_raw_json_string().error()) return error(Rejection::invalid_json, "malformed string");
     }
     out.key = key_span(key_begin, token.data());
     const char* begin = token.data();

@@ -103,8 +103,18 @@ Result<void> write_value(std::string& out, const Value& value) {
 
 }  // namespace
 
+namespace {
+// Most strings in envelopes are ASCII; checking that first skips the
+// dispatched UTF-8 validator for them.
+bool is_ascii(std::string_view text) noexcept {
+  unsigned char any = 0;
+  for (const char c : text) any = static_cast<unsigned char>(any | static_cast<unsigned char>(c));
+  return any < 0x80U;
+}
+}  // namespace
+
 Result<void> write_json_string(std::string& out, std::string_view text) {
-  if (!simdjson::validate_utf8(text.data(), text.size())) {
+  if (!is_ascii(text) && !simdjson::validate_utf8(text.data(), text.size())) {
     return unexpected(Errc::invalid_utf8, "string is not valid UTF-8");
   }
   out.push_back('"');
