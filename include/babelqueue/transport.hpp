@@ -11,6 +11,14 @@
 // transports with Capabilities::redelivers_unsettled (visibility timeout,
 // broker-side lease, consumer-group rebalance).
 //
+// Errors every transport reports the same way (tests/support/
+// transport_contract.hpp checks them): an empty queue name or max == 0 is
+// Errc::invalid_argument; settling a delivery that is no longer held — settled
+// already, or its visibility timeout passed and the broker handed it to
+// someone else — is Errc::not_found (a stale delivery: the runtime logs it and
+// moves on, the message is not lost); any call after close(), and a receive()
+// blocked when close() was called, is Errc::closed.
+//
 // Thread-safety: every method of a Transport may be called from several
 // threads at once; a Delivery may be settled from a thread other than the one
 // that received it.
@@ -95,6 +103,13 @@ struct Capabilities {
   bool batch_publish = false;              // publish_batch() is one round trip, not a loop
   bool ordered = false;                    // first in, first out per queue (or partition)
   std::chrono::milliseconds max_delay{0};  // longest native delay; 0 = no limit
+  // How long a receive reserves a message before it may be redelivered
+  // (visibility timeout); zero when unknown or unlimited.
+  std::chrono::milliseconds lease{0};
+  // The broker dead-letters by itself after repeated deliveries (SQS
+  // RedrivePolicy, Service Bus MaxDeliveryCount): with the SDK's
+  // dead-lettering off, poison is released to that policy, not dropped.
+  bool broker_dead_letter_policy = false;
 };
 
 // Counts a transport can report for a queue; -1 where it cannot tell.
@@ -122,20 +137,23 @@ class Transport {
   // publish().
   virtual Result<void> publish_batch(std::span<const OutgoingMessage> messages);
 
-  // Reserves up to max messages of queue, waiting up to wait for the first
-  // one. An empty vector means nothing arrived in time.
+  // Reserves up to max (>= 1) messages of queue, waiting up to wait for the
+  // first one; it returns as soon as at least one is there, without waiting
+  // to fill max. An empty vector means nothing arrived in time.
   virtual Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
                                                 std::chrono::milliseconds wait) = 0;
 
   // Settles a delivery as done: the broker forgets the message.
+  // Errc::not_found when the delivery is no longer held (see above).
   virtual Result<void> ack(const Delivery& delivery) = 0;
 
   // Settles a delivery as not done: the message is delivered again (after
   // delay, where native_delay). Its body is unchanged.
   virtual Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) = 0;
 
-  // Keeps a delivery reserved for at least `lease` from now (a long handler).
-  // Errc::unsupported where the transport has no leases.
+  // Keeps a delivery reserved for `lease` from now (a long handler), replacing
+  // the visibility timeout's deadline. Errc::unsupported where the transport
+  // has no leases.
   virtual Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease);
 
   // The dead-letter queue's name for queue under this transport's naming:

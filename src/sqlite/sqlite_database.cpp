@@ -1,0 +1,86 @@
+#include "sqlite_database.hpp"
+
+#include <string>
+
+namespace babelqueue::sqlite_detail {
+namespace {
+
+Errc classify(int code) noexcept {
+  switch (code & 0xFF) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return Errc::timeout;
+    case SQLITE_CANTOPEN:
+    case SQLITE_IOERR:
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+    case SQLITE_FULL:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_PROTOCOL:
+    case SQLITE_NOLFS:
+    case SQLITE_AUTH: return Errc::io;
+    default: return Errc::internal;
+  }
+}
+
+}  // namespace
+
+ErrorInfo translate_error(sqlite3* db, int code, std::string_view doing, std::string_view path) {
+  std::string message = "SQLite " + std::string(doing) + " on '" + std::string(path) + "' failed: ";
+  // errmsg describes the connection's last error, which is this one unless
+  // the code came from a failed bind (then errstr is the better text).
+  const char* detail =
+      db != nullptr && sqlite3_extended_errcode(db) == code ? sqlite3_errmsg(db) : sqlite3_errstr(code);
+  message += detail != nullptr ? detail : "unknown error";
+  const Errc kind = classify(code);
+  if (kind == Errc::timeout) message += " (another connection held the lock longer than busy_timeout)";
+  if ((code & 0xFF) == SQLITE_NOTADB || (code & 0xFF) == SQLITE_CORRUPT) {
+    message += " (the file is not a SQLite database, or it is damaged)";
+  }
+  return ErrorInfo(kind, std::move(message));
+}
+
+Result<Database> Database::open(const std::string& path, std::chrono::milliseconds busy_timeout) {
+  sqlite3* raw = nullptr;
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  ConnectionHandle db(raw);  // owned even on failure: SQLite allocates a handle to carry the message
+  if (rc != SQLITE_OK) {
+    // Whatever SQLite says (cannot open, permission, out of memory), the
+    // caller's fix is about the file, so it is an I/O error naming the path.
+    const std::string detail = db ? sqlite3_errmsg(db.get()) : sqlite3_errstr(rc);
+    return unexpected(Errc::io, "cannot open SQLite database '" + path + "': " + detail +
+                                    " (does its directory exist, and may this process write there?)");
+  }
+  sqlite3_extended_result_codes(db.get(), 1);
+  const auto busy_ms = busy_timeout.count() > INT32_MAX ? INT32_MAX : static_cast<int>(busy_timeout.count());
+  sqlite3_busy_timeout(db.get(), busy_ms);
+  return Database(std::move(db), path);
+}
+
+Result<Statement> Database::prepare(std::string_view sql) {
+  sqlite3_stmt* raw = nullptr;
+  const int rc =
+      sqlite3_prepare_v3(get(), sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+  StatementHandle handle(raw);
+  if (rc != SQLITE_OK) return unexpected(error(rc, "prepare"));
+  return Statement(std::move(handle));
+}
+
+Result<void> Database::exec(const char* sql, std::string_view doing) {
+  const int rc = sqlite3_exec(get(), sql, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return unexpected(error(rc, doing));
+  return {};
+}
+
+Result<std::string> Database::query_text(const char* sql, std::string_view doing) {
+  auto statement = prepare(sql);
+  if (!statement) return unexpected(statement.error());
+  const Statement::Use use(*statement);
+  const int rc = statement->step();
+  if (rc == SQLITE_ROW) return statement->column_bytes(0);
+  if (rc == SQLITE_DONE) return std::string{};
+  return unexpected(error(rc, doing));
+}
+
+}  // namespace babelqueue::sqlite_detail

@@ -1,0 +1,553 @@
+#include "sqlite_database.hpp"
+
+#include <babelqueue/clock.hpp>
+#include <babelqueue/json.hpp>
+#include <babelqueue/sqlite_transport.hpp>
+#include <babelqueue/transport_registry.hpp>
+#include <babelqueue/uuid.hpp>
+#include <babelqueue/value.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+
+namespace babelqueue {
+namespace {
+
+using sqlite_detail::Database;
+using sqlite_detail::Statement;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// The schema this SDK writes, recorded in PRAGMA user_version. A newer SDK
+// that changes the layout raises it, and this one then refuses the file
+// instead of misreading it.
+constexpr int kSchemaVersion = 1;
+
+// available_at is the moment a row may next be claimed: its publish time, the
+// end of its delay, or — while it is reserved — the end of its reservation
+// (equal to reserved_until). So "claimable" is the one index range
+// (queue, available_at <= now), and an expired reservation needs no sweeper:
+// it is claimable again by construction.
+constexpr const char* kCreateSchema = R"sql(
+CREATE TABLE IF NOT EXISTS bq_messages (
+  id             INTEGER PRIMARY KEY AUTOINCREMENT,
+  queue          TEXT    NOT NULL,
+  body           BLOB    NOT NULL,
+  headers        TEXT,
+  available_at   INTEGER NOT NULL,
+  reserved_until INTEGER,
+  lease          TEXT,
+  deliveries     INTEGER NOT NULL DEFAULT 0,
+  created_at     INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS bq_messages_by_queue ON bq_messages (queue, available_at);
+)sql";
+
+constexpr milliseconds kFirstPollPause{5};
+// wait values are clamped to this so that adding one to a clock cannot overflow.
+constexpr milliseconds kLongestWait{std::chrono::hours(24 * 365)};
+
+Unexpected<ErrorInfo> closed_error() { return unexpected(Errc::closed, "the SQLite transport is closed"); }
+
+Result<void> check_queue_name(std::string_view queue) {
+  if (queue.empty()) return unexpected(Errc::invalid_argument, "the queue name is empty");
+  return {};
+}
+
+Unexpected<ErrorInfo> lease_lost(const Delivery& delivery, std::string_view path) {
+  return unexpected(Errc::not_found, "message " + std::to_string(delivery.token.id) + " of queue '" + delivery.queue +
+                                         "' in '" + std::string(path) +
+                                         "' is not held by this delivery any more (already settled, or its "
+                                         "visibility timeout passed and it was received again)");
+}
+
+// The row id and lease a delivery token carries; nullopt for a token this
+// transport cannot have made.
+std::optional<std::int64_t> row_id_of(const Delivery& delivery) {
+  if (delivery.token.text.empty() || delivery.token.id == 0 ||
+      delivery.token.id > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(delivery.token.id);
+}
+
+// Headers are stored as a JSON object of strings; NULL when there are none.
+Result<std::optional<std::string>> encode_headers(const Headers& headers) {
+  if (headers.empty()) return std::optional<std::string>{};
+  Object object;
+  object.reserve(headers.size());
+  for (const auto& [name, value] : headers) object.set(name, Value(value));
+  auto text = to_json(Value(std::move(object)));
+  if (!text) return unexpected(Errc::invalid_argument, "headers cannot be stored: " + text.error().message());
+  return std::optional<std::string>(std::move(*text));
+}
+
+// The column was written by encode_headers; anything else (a hand-edited
+// file) yields no headers rather than a message that can never be received.
+Headers decode_headers(const std::string& text) {
+  Headers headers;
+  auto value = parse_json(text);
+  if (!value || !value->is_object()) return headers;
+  for (const auto& [name, item] : value->as_object()) {
+    if (const std::string* string = item.if_string()) headers.emplace(name, *string);
+  }
+  return headers;
+}
+
+std::int64_t to_ms(milliseconds duration) noexcept { return static_cast<std::int64_t>(duration.count()); }
+
+Result<milliseconds> seconds_parameter(const Url& url, std::string_view key, milliseconds fallback, bool zero_ok) {
+  auto seconds = url.number(key, static_cast<double>(fallback.count()) / 1000.0);
+  if (!seconds) return unexpected(seconds.error());
+  if (*seconds < 0 || (!zero_ok && *seconds == 0) || *seconds > 1e9) {
+    return unexpected(Errc::invalid_argument, "sqlite:// " + std::string(key) + " must be a number of seconds " +
+                                                  (zero_ok ? "from 0" : "above 0") + " to 1e9");
+  }
+  return milliseconds(std::llround(*seconds * 1000.0));
+}
+
+}  // namespace
+
+// Everything behind the transport: the connection (guarded by db_mutex) and
+// the wake-up channel of waiting receivers (guarded by wake_mutex).
+class SqliteTransport::State {
+ public:
+  struct Statements {
+    Statement insert;
+    Statement next_available;
+    Statement select_ready;
+    Statement claim;
+    Statement remove;
+    Statement release;
+    Statement extend;
+    Statement stats;
+  };
+
+  explicit State(Options opts) : options(std::move(opts)) {}
+
+  const Options options;
+  std::timed_mutex db_mutex;
+  Database db;            // declared before the statements: they are finalized first
+  Statements statements;  // guarded by db_mutex
+  std::atomic<bool> closed{false};
+
+  std::mutex wake_mutex;
+  std::condition_variable wake;
+  std::uint64_t generation = 0;  // bumped (under wake_mutex) when this transport made a message ready
+
+  Result<void> connect();
+  void notify_ready() {
+    {
+      const std::lock_guard lock(wake_mutex);
+      ++generation;
+    }
+    wake.notify_all();
+  }
+  std::uint64_t current_generation() {
+    const std::lock_guard lock(wake_mutex);
+    return generation;
+  }
+
+  // Inserts one message; the caller holds db_mutex and a transaction.
+  Result<void> insert(std::string_view queue, std::string_view body, const std::optional<std::string>& headers,
+                      milliseconds delay, std::int64_t now);
+  // The earliest available_at of queue (nullopt: the queue is empty).
+  Result<std::optional<std::int64_t>> next_available(std::string_view queue);
+  // Reserves up to max claimable messages of queue in one transaction.
+  Result<std::vector<Delivery>> claim(std::string_view queue, std::size_t max);
+  // Runs a single-row settle statement (remove, release, extend) bound to
+  // the delivery's row id (1) and lease (2) plus extra bindings; not_found
+  // when no row matched.
+  template <class BindExtra>
+  Result<void> settle(Statement& statement, const Delivery& delivery, std::string_view doing, BindExtra bind_extra);
+};
+
+Result<void> SqliteTransport::State::connect() {
+  auto opened = Database::open(options.path, options.busy_timeout);
+  if (!opened) return unexpected(opened.error());
+  db = std::move(*opened);
+
+  // WAL: readers never block the writer and the writer never blocks readers,
+  // and a commit is one append to the log. Switching needs a moment of
+  // exclusive access, so a file being opened by several processes at once may
+  // answer BUSY; that is retried like any write.
+  Result<std::string> mode = unexpected(Errc::internal, "unreachable");
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    mode = db.query_text("PRAGMA journal_mode=WAL", "switch to WAL mode");
+    if (mode || mode.error().code() != Errc::timeout) break;
+    std::this_thread::sleep_for(milliseconds(10 * (attempt + 1)));
+  }
+  if (!mode) return unexpected(mode.error());
+  // A file system without shared memory (some network mounts) keeps the
+  // rollback journal; the transport stays correct, only slower under load.
+
+  const char* synchronous =
+      options.synchronous == Synchronous::full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
+  if (auto set = db.exec(synchronous, "set synchronous"); !set) return set;
+
+  auto schema = db.write_transaction("create the schema", [&]() -> Result<void> {
+    auto version_text = db.query_text("PRAGMA user_version", "read the schema version");
+    if (!version_text) return unexpected(version_text.error());
+    const long version = std::strtol(version_text->c_str(), nullptr, 10);
+    if (version > kSchemaVersion) {
+      return unexpected(Errc::unsupported, "'" + options.path + "' holds a BabelQueue schema of version " +
+                                               std::to_string(version) + "; this SDK reads version " +
+                                               std::to_string(kSchemaVersion) + " (upgrade the SDK)");
+    }
+    if (version == kSchemaVersion) return {};
+    if (auto created = db.exec(kCreateSchema, "create the schema"); !created) return created;
+    return db.exec("PRAGMA user_version = 1", "record the schema version");
+  });
+  if (!schema) return schema;
+
+  struct Prepared {
+    Statement* target;
+    const char* sql;
+  };
+  const Prepared all[] = {
+      {&statements.insert,
+       "INSERT INTO bq_messages (queue, body, headers, available_at, created_at) VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&statements.next_available, "SELECT MIN(available_at) FROM bq_messages WHERE queue = ?1"},
+      {&statements.select_ready,
+       "SELECT id, body, headers, deliveries FROM bq_messages WHERE queue = ?1 AND available_at <= ?2 "
+       "ORDER BY available_at, id LIMIT ?3"},
+      {&statements.claim,
+       "UPDATE bq_messages SET reserved_until = ?2, available_at = ?2, lease = ?3, deliveries = deliveries + 1 "
+       "WHERE id = ?1"},
+      {&statements.remove, "DELETE FROM bq_messages WHERE id = ?1 AND lease = ?2"},
+      {&statements.release,
+       "UPDATE bq_messages SET reserved_until = NULL, lease = NULL, available_at = ?3 WHERE id = ?1 AND lease = ?2"},
+      {&statements.extend,
+       "UPDATE bq_messages SET reserved_until = ?3, available_at = ?3 WHERE id = ?1 AND lease = ?2"},
+      {&statements.stats,
+       "SELECT COALESCE(SUM(available_at <= ?2), 0), COALESCE(SUM(reserved_until > ?2), 0), "
+       "COALESCE(SUM(reserved_until IS NULL AND available_at > ?2), 0) FROM bq_messages WHERE queue = ?1"},
+  };
+  for (const Prepared& item : all) {
+    auto statement = db.prepare(item.sql);
+    if (!statement) return unexpected(statement.error());
+    *item.target = std::move(*statement);
+  }
+  return {};
+}
+
+Result<void> SqliteTransport::State::insert(std::string_view queue, std::string_view body,
+                                            const std::optional<std::string>& headers, milliseconds delay,
+                                            std::int64_t now) {
+  Statement& statement = statements.insert;
+  const Statement::Use use(statement);
+  statement.bind_text(1, queue);
+  statement.bind_blob(2, body);
+  if (headers) {
+    statement.bind_text(3, *headers);
+  } else {
+    statement.bind_null(3);
+  }
+  statement.bind(4, now + to_ms(delay));
+  statement.bind(5, now);
+  const int rc = statement.step();
+  if (rc != SQLITE_DONE) return unexpected(db.error(rc, "publish"));
+  return {};
+}
+
+Result<std::optional<std::int64_t>> SqliteTransport::State::next_available(std::string_view queue) {
+  const std::lock_guard lock(db_mutex);
+  if (!db.is_open()) return closed_error();
+  Statement& statement = statements.next_available;
+  const Statement::Use use(statement);
+  statement.bind_text(1, queue);
+  const int rc = statement.step();
+  if (rc != SQLITE_ROW) return unexpected(db.error(rc, "receive"));
+  if (statement.column_is_null(0)) return std::optional<std::int64_t>{};
+  return std::optional<std::int64_t>(statement.column_int64(0));
+}
+
+Result<std::vector<Delivery>> SqliteTransport::State::claim(std::string_view queue, std::size_t max) {
+  const std::lock_guard lock(db_mutex);
+  if (!db.is_open()) return closed_error();
+  return db.write_transaction("receive", [&]() -> Result<std::vector<Delivery>> {
+    const std::int64_t now = now_epoch_ms();
+    const std::int64_t reserved_until = now + to_ms(options.visibility_timeout);
+    std::vector<Delivery> deliveries;
+    // Read the rows first, update them after: updating available_at moves a
+    // row inside the index the SELECT is walking.
+    {
+      Statement& select = statements.select_ready;
+      const Statement::Use use(select);
+      select.bind_text(1, queue);
+      select.bind(2, now);
+      select.bind(3, static_cast<std::int64_t>(std::min<std::size_t>(max, 1U << 20U)));
+      for (;;) {
+        const int rc = select.step();
+        if (rc == SQLITE_DONE) break;
+        if (rc != SQLITE_ROW) return unexpected(db.error(rc, "receive"));
+        Delivery delivery;
+        delivery.queue = std::string(queue);
+        delivery.token.id = static_cast<std::uint64_t>(select.column_int64(0));
+        delivery.body = select.column_bytes(1);
+        if (!select.column_is_null(2)) delivery.headers = decode_headers(select.column_bytes(2));
+        // deliveries counts the earlier receives: this one is number deliveries + 1.
+        delivery.native_attempts = select.column_int64(3);
+        delivery.token.text = uuid_v4();
+        deliveries.push_back(std::move(delivery));
+      }
+    }
+    Statement& claim = statements.claim;
+    for (const Delivery& delivery : deliveries) {
+      const Statement::Use use(claim);
+      claim.bind(1, static_cast<std::int64_t>(delivery.token.id));
+      claim.bind(2, reserved_until);
+      claim.bind_text(3, delivery.token.text);
+      const int rc = claim.step();
+      if (rc != SQLITE_DONE) return unexpected(db.error(rc, "receive"));
+    }
+    return deliveries;
+  });
+}
+
+template <class BindExtra>
+Result<void> SqliteTransport::State::settle(Statement& statement, const Delivery& delivery, std::string_view doing,
+                                            BindExtra bind_extra) {
+  const auto row_id = row_id_of(delivery);
+  if (!row_id) return lease_lost(delivery, options.path);
+  const std::lock_guard lock(db_mutex);
+  if (!db.is_open()) return closed_error();
+  return db.write_transaction(doing, [&]() -> Result<void> {
+    const Statement::Use use(statement);
+    statement.bind(1, *row_id);
+    statement.bind_text(2, delivery.token.text);
+    bind_extra(statement);
+    const int rc = statement.step();
+    if (rc != SQLITE_DONE) return unexpected(db.error(rc, doing));
+    if (sqlite3_changes(db.get()) == 0) return lease_lost(delivery, options.path);
+    return {};
+  });
+}
+
+SqliteTransport::SqliteTransport(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+SqliteTransport::~SqliteTransport() { close(); }
+
+Result<std::unique_ptr<SqliteTransport>> SqliteTransport::open(Options options) {
+  if (options.path.empty()) return unexpected(Errc::invalid_argument, "SqliteTransport needs a database path");
+  if (options.visibility_timeout.count() <= 0) {
+    return unexpected(Errc::invalid_argument, "SqliteTransport visibility_timeout must be positive");
+  }
+  if (options.busy_timeout.count() < 0) {
+    return unexpected(Errc::invalid_argument, "SqliteTransport busy_timeout must not be negative");
+  }
+  if (options.poll_interval.count() <= 0) {
+    return unexpected(Errc::invalid_argument, "SqliteTransport poll_interval must be positive");
+  }
+  auto state = std::make_unique<State>(std::move(options));
+  if (auto connected = state->connect(); !connected) return unexpected(connected.error());
+  return std::unique_ptr<SqliteTransport>(new SqliteTransport(std::move(state)));
+}
+
+Result<SqliteTransport::Options> SqliteTransport::options_from_url(const Url& url) {
+  if (url.scheme != "sqlite") {
+    return unexpected(Errc::invalid_argument, "not a sqlite:// URL: " + url.redacted());
+  }
+  if (!url.user.empty() || !url.password.empty() || url.port) {
+    return unexpected(
+        Errc::invalid_argument,
+        "sqlite:// takes a file path (sqlite://relative/path.db or sqlite:///absolute/path.db), not " + url.redacted());
+  }
+  static constexpr std::string_view kKnown[] = {"visibility_timeout", "busy_timeout", "poll_interval", "synchronous"};
+  for (const auto& entry : url.query) {
+    if (std::find(std::begin(kKnown), std::end(kKnown), entry.first) == std::end(kKnown)) {
+      return unexpected(Errc::invalid_argument,
+                        "sqlite:// has no parameter '" + entry.first +
+                            "' (known: visibility_timeout, busy_timeout, poll_interval, synchronous)");
+    }
+  }
+  Options options;
+  if (url.host.empty()) {
+    if (url.path.empty())
+      return unexpected(Errc::invalid_argument, "sqlite:// needs a file path, e.g. sqlite://queue.db");
+    options.path = "/" + url.path;  // sqlite:///var/q.db
+  } else {
+    options.path = url.path.empty() ? url.host : url.host + "/" + url.path;  // sqlite://data/q.db
+  }
+  auto visibility = seconds_parameter(url, "visibility_timeout", options.visibility_timeout, false);
+  if (!visibility) return unexpected(visibility.error());
+  options.visibility_timeout = *visibility;
+  auto busy = seconds_parameter(url, "busy_timeout", options.busy_timeout, true);
+  if (!busy) return unexpected(busy.error());
+  options.busy_timeout = *busy;
+  auto poll = seconds_parameter(url, "poll_interval", options.poll_interval, false);
+  if (!poll) return unexpected(poll.error());
+  options.poll_interval = *poll;
+  const std::string synchronous = url.param("synchronous", "normal");
+  if (synchronous == "normal") {
+    options.synchronous = Synchronous::normal;
+  } else if (synchronous == "full") {
+    options.synchronous = Synchronous::full;
+  } else {
+    return unexpected(Errc::invalid_argument,
+                      "sqlite:// synchronous must be normal or full, not '" + synchronous + "'");
+  }
+  return options;
+}
+
+const SqliteTransport::Options& SqliteTransport::options() const noexcept { return state_->options; }
+
+Capabilities SqliteTransport::capabilities() const {
+  Capabilities caps;
+  caps.headers = true;
+  caps.native_delay = true;
+  caps.native_release = true;
+  caps.delivery_count = true;
+  caps.redelivers_unsettled = true;
+  caps.lease = state_->options.visibility_timeout;
+  caps.extendable_lease = true;
+  caps.batch_publish = true;
+  caps.ordered = true;
+  return caps;
+}
+
+Result<void> SqliteTransport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
+  const OutgoingMessage message{std::string(queue), std::string(body), options};
+  return publish_batch(std::span<const OutgoingMessage>(&message, 1));
+}
+
+Result<void> SqliteTransport::publish_batch(std::span<const OutgoingMessage> messages) {
+  // Everything that can be refused is checked before the transaction, so a
+  // batch is all or nothing.
+  std::vector<std::optional<std::string>> headers;
+  headers.reserve(messages.size());
+  for (const OutgoingMessage& message : messages) {
+    if (auto valid = check_queue_name(message.queue); !valid) return valid;
+    if (message.options.delay.count() < 0) return unexpected(Errc::invalid_argument, "the publish delay is negative");
+    auto encoded = encode_headers(message.options.headers);
+    if (!encoded) return unexpected(encoded.error());
+    headers.push_back(std::move(*encoded));
+  }
+  if (messages.empty()) return {};
+  if (state_->closed) return closed_error();
+  {
+    const std::lock_guard lock(state_->db_mutex);
+    if (!state_->db.is_open()) return closed_error();
+    auto written = state_->db.write_transaction("publish", [&]() -> Result<void> {
+      const std::int64_t now = now_epoch_ms();
+      for (std::size_t i = 0; i < messages.size(); ++i) {
+        const OutgoingMessage& message = messages[i];
+        auto inserted = state_->insert(message.queue, message.body, headers[i], message.options.delay, now);
+        if (!inserted) return inserted;
+      }
+      return {};
+    });
+    if (!written) {
+      if (messages.size() == 1) return written;
+      return unexpected(written.error().code(),
+                        "none of the " + std::to_string(messages.size()) +
+                            " messages of the batch was published: " + written.error().message());
+    }
+  }
+  state_->notify_ready();
+  return {};
+}
+
+Result<std::vector<Delivery>> SqliteTransport::receive(std::string_view queue, std::size_t max, milliseconds wait) {
+  if (auto valid = check_queue_name(queue); !valid) return unexpected(valid.error());
+  if (max == 0) return unexpected(Errc::invalid_argument, "receive needs max >= 1");
+  const Clock::time_point deadline = Clock::now() + std::clamp(wait, milliseconds(0), kLongestWait);
+  milliseconds pause = kFirstPollPause;
+  for (;;) {
+    if (state_->closed) return closed_error();
+    // Read before looking, so a publish that commits after the look still
+    // cuts the pause short.
+    const std::uint64_t seen = state_->current_generation();
+    // A cheap read first: idle consumers polling an empty queue never take
+    // the write lock that publishers and other consumers need.
+    auto next = state_->next_available(queue);
+    if (!next) return unexpected(next.error());
+    const std::int64_t now = now_epoch_ms();
+    if (*next && **next <= now) {
+      auto claimed = state_->claim(queue, max);
+      if (!claimed || !claimed->empty()) return claimed;
+      // Another consumer took them between the look and the claim.
+    }
+    const Clock::time_point steady_now = Clock::now();
+    if (steady_now >= deadline) return std::vector<Delivery>{};
+    auto sleep = std::min<Clock::duration>(pause, deadline - steady_now);
+    if (*next && **next > now) sleep = std::min<Clock::duration>(sleep, milliseconds(**next - now));
+    {
+      std::unique_lock lock(state_->wake_mutex);
+      state_->wake.wait_for(lock, sleep, [&] { return state_->closed.load() || state_->generation != seen; });
+    }
+    pause = std::min(pause * 2, state_->options.poll_interval);
+  }
+}
+
+Result<void> SqliteTransport::ack(const Delivery& delivery) {
+  if (state_->closed) return closed_error();
+  return state_->settle(state_->statements.remove, delivery, "ack", [](Statement&) {});
+}
+
+Result<void> SqliteTransport::release(const Delivery& delivery, milliseconds delay) {
+  if (delay.count() < 0) return unexpected(Errc::invalid_argument, "the release delay is negative");
+  if (state_->closed) return closed_error();
+  auto released = state_->settle(state_->statements.release, delivery, "release",
+                                 [&](Statement& statement) { statement.bind(3, now_epoch_ms() + to_ms(delay)); });
+  if (released) state_->notify_ready();
+  return released;
+}
+
+Result<void> SqliteTransport::extend(const Delivery& delivery, milliseconds lease) {
+  if (lease.count() < 0) return unexpected(Errc::invalid_argument, "the lease is negative");
+  if (state_->closed) return closed_error();
+  return state_->settle(state_->statements.extend, delivery, "extend",
+                        [&](Statement& statement) { statement.bind(3, now_epoch_ms() + to_ms(lease)); });
+}
+
+Result<QueueStats> SqliteTransport::stats(std::string_view queue) {
+  if (auto valid = check_queue_name(queue); !valid) return unexpected(valid.error());
+  if (state_->closed) return closed_error();
+  const std::lock_guard lock(state_->db_mutex);
+  if (!state_->db.is_open()) return closed_error();
+  Statement& statement = state_->statements.stats;
+  const Statement::Use use(statement);
+  statement.bind_text(1, queue);
+  statement.bind(2, now_epoch_ms());
+  const int rc = statement.step();
+  if (rc != SQLITE_ROW) return unexpected(state_->db.error(rc, "stats"));
+  return QueueStats{statement.column_int64(0), statement.column_int64(1), statement.column_int64(2)};
+}
+
+void SqliteTransport::close(milliseconds deadline) {
+  if (!state_) return;
+  if (!state_->closed.exchange(true)) {
+    { const std::lock_guard lock(state_->wake_mutex); }
+    state_->wake.notify_all();
+  }
+  // Waits for an operation in progress; past the deadline the connection is
+  // left to the destructor (which the caller must not race).
+  std::unique_lock lock(state_->db_mutex, std::defer_lock);
+  if (!lock.try_lock_for(std::max(deadline, milliseconds(0)))) return;
+  state_->statements = State::Statements{};
+  state_->db.close();
+}
+
+namespace sqlite {
+
+void register_transport() {
+  babelqueue::register_transport("sqlite", [](const Url& url) -> Result<std::unique_ptr<Transport>> {
+    auto options = SqliteTransport::options_from_url(url);
+    if (!options) return unexpected(options.error());
+    auto transport = SqliteTransport::open(std::move(*options));
+    if (!transport) return unexpected(transport.error());
+    return std::unique_ptr<Transport>(std::move(*transport));
+  });
+}
+
+}  // namespace sqlite
+}  // namespace babelqueue
