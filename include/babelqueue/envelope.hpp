@@ -144,6 +144,10 @@ class Envelope {
   // every byte and gains the block before its closing brace.
   Result<std::string> encode_dead_letter(const DeadLetter& block) const;
 
+  // The body redrive publishes: encode() without the dead_letter block and
+  // with attempts 0.
+  Result<std::string> encode_redriven() const;
+
   // Internal layout, filled by the decoder and by make().
  private:
   friend class EnvelopeBuilder;
@@ -156,8 +160,10 @@ class Envelope {
 
   std::string_view slice(Span s) const noexcept { return {buffer_.data() + s.offset, s.size}; }
   std::string_view text(const detail::Text& t) const noexcept;
-  void write_canonical(std::string& out, std::int64_t attempts, const DeadLetter* block) const;
+  enum class BlockMode { keep, replace, remove };
+  void write_canonical(std::string& out, std::int64_t attempts, BlockMode mode, const DeadLetter* block) const;
   Result<std::string> splice_dead_letter(const DeadLetter& block) const;
+  Result<void> require_accepted() const;
 
   std::string buffer_;  // the body, with spare capacity for the parser's padding
   std::size_t body_size_ = 0;

@@ -6,7 +6,10 @@
 #include <babelqueue/json.hpp>
 #include <babelqueue/uuid.hpp>
 
+#include <simdjson.h>
+
 #include <charconv>
+#include <cstring>
 
 namespace babelqueue {
 
@@ -23,27 +26,18 @@ std::string_view trim_ascii(std::string_view s) noexcept {
 bool is_blank(std::string_view s) noexcept { return trim_ascii(s).empty(); }
 
 // Appends JSON text without its insignificant whitespace; the bytes of every
-// token (strings, numbers) stay exactly as they are.
+// token (strings, numbers) stay exactly as they are. simdjson's minifier does
+// it at memory speed, so compact input costs little more than a copy.
 void append_compact(std::string& out, std::string_view json) {
-  if (json.find_first_of(" \t\n\r") == std::string_view::npos) {
-    out.append(json);
-    return;
+  const std::size_t start = out.size();
+  out.resize(start + json.size());
+  std::size_t written = 0;
+  if (simdjson::minify(json.data(), json.size(), out.data() + start, written) != simdjson::SUCCESS) {
+    // Cannot happen for spans of a decoded body; keep the bytes as they are.
+    std::memcpy(out.data() + start, json.data(), json.size());
+    written = json.size();
   }
-  bool in_string = false;
-  for (std::size_t i = 0; i < json.size(); ++i) {
-    const char c = json[i];
-    if (in_string) {
-      out.push_back(c);
-      if (c == '\\' && i + 1 < json.size()) {
-        out.push_back(json[++i]);
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (!detail::is_json_space(c)) {
-      out.push_back(c);
-      in_string = c == '"';
-    }
-  }
+  out.resize(start + written);
 }
 
 void append_int(std::string& out, std::int64_t value) {
@@ -81,11 +75,15 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
     id = std::string_view(id_buf, sizeof id_buf);
   }
   if (id == trace_id) return unexpected(Errc::invalid_argument, "meta.id must differ from trace_id");
-  const std::int64_t created_at = options.created_at.value_or(now_epoch_ms());
+  // Not value_or(now_epoch_ms()): that would read the clock even when a time is given.
+  const std::int64_t created_at = options.created_at ? *options.created_at : now_epoch_ms();
 
   Envelope env;
-  std::string& out = env.buffer_;
-  out.reserve(192 + job.size() + options.queue.size());
+  // Written into a per-thread scratch buffer, then copied once at its exact
+  // size: one allocation per envelope instead of a growing string's several.
+  thread_local std::string scratch;
+  std::string& out = scratch;
+  out.clear();
   auto record = [&](std::size_t begin) {
     return detail::Member{{}, {static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(out.size() - begin)}};
   };
@@ -95,7 +93,13 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
     if (auto r = write_json_string(out, text); !r) return unexpected(r.error());
     return record(begin);
   };
-  auto keep_text = [&](detail::Text& slot, std::string_view text) {
+  // A string field's text is its token without the quotes, unless writing it
+  // needed escapes: then an unescaped copy goes to the side buffer.
+  auto keep_text = [&](detail::Text& slot, const detail::Member& member, std::string_view text) {
+    if (member.value.size == text.size() + 2) {
+      slot = detail::Text{{member.value.offset + 1, member.value.size - 2}, false, true};
+      return;
+    }
     slot = detail::Text{
         {static_cast<std::uint32_t>(env.side_.size()), static_cast<std::uint32_t>(text.size())}, true, true};
     env.side_.append(text);
@@ -119,10 +123,7 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
   if (!id_member) return unexpected(id_member.error());
   auto queue_member = field(",\"queue\":", options.queue);
   if (!queue_member) return unexpected(queue_member.error());
-  out.append(",\"lang\":");
-  const std::size_t lang_begin = out.size();
-  out.append("\"cpp\"");
-  const detail::Member lang_member = record(lang_begin);
+  auto lang_member = field(",\"lang\":", kSourceLang);
   out.append(",\"schema_version\":");
   const std::size_t version_begin = out.size();
   out.append("1");
@@ -138,6 +139,7 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
   out.append("0");
   const detail::Member attempts_member = record(attempts_begin);
   out.push_back('}');
+  env.buffer_.assign(out);
   env.body_size_ = out.size();
 
   using T = detail::TopKey;
@@ -149,15 +151,14 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
   env.top_[static_cast<std::size_t>(T::attempts)] = attempts_member;
   env.meta_[static_cast<std::size_t>(M::id)] = *id_member;
   env.meta_[static_cast<std::size_t>(M::queue)] = *queue_member;
-  env.meta_[static_cast<std::size_t>(M::lang)] = lang_member;
+  env.meta_[static_cast<std::size_t>(M::lang)] = *lang_member;
   env.meta_[static_cast<std::size_t>(M::schema_version)] = version_member;
   env.meta_[static_cast<std::size_t>(M::created_at)] = created_member;
-  env.side_.reserve(job.size() + trace_id.size() + id.size() + options.queue.size() + kSourceLang.size());
-  keep_text(env.job_, job);
-  keep_text(env.trace_id_, trace_id);
-  keep_text(env.id_, id);
-  keep_text(env.queue_, options.queue);
-  keep_text(env.lang_, kSourceLang);
+  keep_text(env.job_, *job_member, job);
+  keep_text(env.trace_id_, *trace_member, trace_id);
+  keep_text(env.id_, *id_member, id);
+  keep_text(env.queue_, *queue_member, options.queue);
+  keep_text(env.lang_, *lang_member, kSourceLang);
   env.schema_version_ = {kSchemaVersion, true};
   env.created_at_ = {created_at, true};
   env.meta_is_object_ = true;
@@ -233,7 +234,7 @@ Acceptance accepts(const Envelope& e) noexcept {
 
 // ---- re-emitting ------------------------------------------------------------------
 
-void Envelope::write_canonical(std::string& out, std::int64_t attempts, const DeadLetter* block) const {
+void Envelope::write_canonical(std::string& out, std::int64_t attempts, BlockMode mode, const DeadLetter* block) const {
   bool first = true;
   auto key = [&](std::string_view name) {
     out.append(first ? "{\"" : ",\"");
@@ -272,10 +273,10 @@ void Envelope::write_canonical(std::string& out, std::int64_t attempts, const De
   out.append(meta_first ? "{}" : "}");
   key("attempts");
   append_int(out, attempts);
-  if (block != nullptr) {
+  if (mode == BlockMode::replace) {
     key("dead_letter");
     write_dead_letter(out, *block).value();
-  } else if (const auto& m = top_[static_cast<std::size_t>(Top::dead_letter)]) {
+  } else if (const auto& m = top_[static_cast<std::size_t>(Top::dead_letter)]; m && mode == BlockMode::keep) {
     key("dead_letter");
     append_compact(out, slice(m->value));
   }
@@ -288,15 +289,27 @@ void Envelope::write_canonical(std::string& out, std::int64_t attempts, const De
   out.push_back('}');
 }
 
+// Only an accepted envelope is ever re-emitted in canonical form.
+Result<void> Envelope::require_accepted() const {
+  if (!rejection_) return {};
+  return unexpected(Errc::rejected,
+                    "a rejected envelope (" + std::string(to_string(*rejection_)) + ") is never re-emitted");
+}
+
 Result<std::string> Envelope::encode_with_attempts(std::int64_t attempts) const {
-  if (rejection_) {
-    return unexpected(Errc::rejected,
-                      "a rejected envelope (" + std::string(to_string(*rejection_)) + ") is never re-emitted");
-  }
+  if (auto ok = require_accepted(); !ok) return unexpected(ok.error());
   if (attempts < 0) return unexpected(Errc::invalid_argument, "attempts must be >= 0");
   std::string out;
   out.reserve(body_size_ + 8);
-  write_canonical(out, attempts, nullptr);
+  write_canonical(out, attempts, BlockMode::keep, nullptr);
+  return out;
+}
+
+Result<std::string> Envelope::encode_redriven() const {
+  if (auto ok = require_accepted(); !ok) return unexpected(ok.error());
+  std::string out;
+  out.reserve(body_size_);
+  write_canonical(out, 0, BlockMode::remove, nullptr);
   return out;
 }
 
@@ -307,7 +320,7 @@ Result<std::string> Envelope::encode_dead_letter(const DeadLetter& block) const 
   if (rejection_) return splice_dead_letter(block);
   std::string out;
   out.reserve(body_size_ + block_json.size() + 24);
-  write_canonical(out, attempts_, &block);
+  write_canonical(out, attempts_, BlockMode::replace, &block);
   return out;
 }
 

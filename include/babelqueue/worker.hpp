@@ -1,0 +1,160 @@
+// Worker: publishes envelopes and consumes queues, routing each message to
+// the handler registered for its URN.
+//
+// Semantics (SPEC §6–§8):
+// - a handler that returns normally (or an ok Result) acks the message;
+// - a handler that throws (or returns an error) fails it: attempts+1, then a
+//   republish to the same queue while attempts < max_attempts, else the
+//   dead-letter queue (reason failed / unknown_urn) when dead-lettering is on,
+//   else the message is dropped (logged);
+// - poison (not JSON, not an acceptable envelope, rejected by the
+//   transport's schema-version gate) never reaches a handler and is never
+//   retried: it goes to the dead-letter queue with reason poison, bytes kept;
+// - the original is acked only after the republish or dead-letter publish
+//   succeeded; when that publish fails, the original is released instead, so
+//   nothing is lost unless the user chose to drop it.
+//
+// Thread-safety: register handlers before run(); publish(), stop() and
+// metrics() may be called from any thread at any time. One run() at a time.
+#pragma once
+
+#include <babelqueue/message.hpp>
+#include <babelqueue/result.hpp>
+#include <babelqueue/transport.hpp>
+#include <babelqueue/typed_message.hpp>
+#include <babelqueue/value.hpp>
+#include <babelqueue/worker_options.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace babelqueue {
+
+// Counters of what a worker did, updated as it goes.
+struct WorkerMetricsSnapshot {
+  std::uint64_t received = 0;       // deliveries taken from the transport
+  std::uint64_t succeeded = 0;      // handled and acked
+  std::uint64_t failed = 0;         // handler failures (including unknown URNs under "fail")
+  std::uint64_t retried = 0;        // republished with attempts+1
+  std::uint64_t dead_lettered = 0;  // published to a dead-letter queue (any reason)
+  std::uint64_t poison = 0;         // poison messages seen
+  std::uint64_t unknown_urn = 0;    // messages with no handler
+  std::uint64_t dropped = 0;        // acked without being handled or dead-lettered, by choice
+  std::uint64_t released = 0;       // handed back to the broker for redelivery
+  std::uint64_t settle_errors = 0;  // ack / release / publish calls that failed
+};
+
+class WorkerMetrics {
+ public:
+  WorkerMetricsSnapshot snapshot() const noexcept;
+
+ private:
+  friend class Worker;
+  std::atomic<std::uint64_t> received{0}, succeeded{0}, failed{0}, retried{0}, dead_lettered{0}, poison{0},
+      unknown_urn{0}, dropped{0}, released{0}, settle_errors{0};
+};
+
+struct PublishParams {
+  std::string queue;     // empty = the worker's default queue
+  std::string trace_id;  // continue this trace; empty = start one
+  Headers headers;       // out-of-band headers
+  std::chrono::milliseconds delay{0};
+};
+
+// When run() returns by itself.
+struct RunLimits {
+  // Stop after this many messages were received (0 = no limit).
+  std::size_t max_messages = 0;
+  // Stop once no message arrived for this long and none is in flight
+  // (zero = at the first empty poll).
+  std::optional<std::chrono::milliseconds> idle_exit;
+};
+
+struct RunSummary {
+  std::size_t processed = 0;  // deliveries settled (any outcome)
+  enum class Reason { stopped, idle, max_messages } reason = Reason::stopped;
+};
+
+class Worker {
+ public:
+  // A handler fails by throwing or by returning an error Result.
+  using Handler = std::function<Result<void>(const Message&)>;
+
+  // The worker borrows transport, which must outlive it.
+  explicit Worker(Transport& transport, WorkerOptions options = {});
+  // The worker owns transport.
+  explicit Worker(std::unique_ptr<Transport> transport, WorkerOptions options = {});
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Routes messages whose URN is exactly urn to handler; a later
+  // registration for the same URN replaces the earlier one.
+  // handler(const Message&) returns void or Result<void>.
+  template <class F>
+  void handle(std::string urn, F&& handler) {
+    using R = std::invoke_result_t<F&, const Message&>;
+    if constexpr (std::is_void_v<R>) {
+      add_handler(std::move(urn), [f = std::forward<F>(handler)](const Message& m) mutable -> Result<void> {
+        f(m);
+        return {};
+      });
+    } else {
+      static_assert(std::is_convertible_v<R, Result<void>>, "a handler returns void or Result<void>");
+      add_handler(std::move(urn), Handler(std::forward<F>(handler)));
+    }
+  }
+
+  // The catch-all: handles every message whose URN has no handler of its own
+  // (routers, bridges, the CLI's `work`). The unknown-URN strategy applies
+  // only when there is neither. A later call replaces the earlier one.
+  void handle_any(Handler handler);
+
+  // A typed handler: handler(const T&, const Message&), T read from data.
+  template <TypedMessage T, class F>
+  void handle(F&& handler) {
+    handle(std::string(T::urn), [f = std::forward<F>(handler)](const Message& m) mutable {
+      return f(m.envelope().template data_as<T>(), m);
+    });
+  }
+
+  // Builds, encodes and publishes an envelope; returns its meta.id.
+  Result<std::string> publish(std::string_view urn, const Value& data, const PublishParams& params = {});
+  template <TypedMessage T>
+  Result<std::string> publish(const T& message, const PublishParams& params = {}) {
+    return publish(T::urn, message.to_value(), params);
+  }
+
+  // Consumes queues (empty = the default queue) until stop() or a limit.
+  // Fails only when the worker itself cannot go on (a non-retriable
+  // transport error such as refused credentials, or a second run()).
+  Result<RunSummary> run(std::vector<std::string> queues = {}, RunLimits limits = {});
+
+  // Processes messages of queue until it is empty or max were handled
+  // (0 = no limit): for tests and one-shot jobs. Returns how many.
+  Result<std::size_t> drain(std::string_view queue = {}, std::size_t max = 0);
+
+  // Asks run() to stop: no new receives, buffered messages are released,
+  // in-flight handlers get the shutdown deadline. Returns at once; safe from
+  // any thread. A stop() before run() makes that run() return at once.
+  void stop() noexcept;
+
+  const WorkerMetrics& metrics() const noexcept;
+  const WorkerOptions& options() const noexcept;
+  Transport& transport() noexcept;
+
+ private:
+  void add_handler(std::string urn, Handler handler);
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace babelqueue

@@ -1,0 +1,121 @@
+// The options of a Worker: the family's defaults (default queue "default",
+// 3 attempts, unknown-URN strategy "fail", dead-lettering off) plus what the
+// other SDKs lack: concurrency, prefetch, retry backoff, a shutdown deadline,
+// hooks, a logger and metrics.
+#pragma once
+
+#include <babelqueue/dead_letter.hpp>
+#include <babelqueue/envelope.hpp>
+#include <babelqueue/transport.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace babelqueue {
+
+// What happens to a message whose URN has no handler.
+enum class UnknownUrnStrategy {
+  fail,         // a handler failure: retried up to max_attempts, then dead-lettered (unknown_urn) or dropped
+  drop,         // "delete": acknowledged and gone (logged)
+  release,      // back to its queue after unknown_urn_release_delay, bounded by max_attempts
+  dead_letter,  // straight to the dead-letter queue (unknown_urn); without dead-lettering it degrades to drop
+};
+
+std::string_view to_string(UnknownUrnStrategy strategy) noexcept;
+// Accepts the family's names: fail, delete, release, dead_letter.
+std::optional<UnknownUrnStrategy> unknown_urn_strategy_from_string(std::string_view name) noexcept;
+
+// Delayed retries: attempt n (1 for the first retry) waits
+// min(max, initial * multiplier^(n-1)), varied by +/- jitter.
+struct BackoffPolicy {
+  std::chrono::milliseconds initial{1000};
+  double multiplier = 2.0;
+  std::chrono::milliseconds max{std::chrono::minutes(5)};
+  double jitter = 0.2;  // fraction of the delay, 0..1
+
+  std::chrono::milliseconds delay_for(std::int64_t retry) const;
+};
+
+enum class LogLevel { debug, info, warning, error };
+std::string_view to_string(LogLevel level) noexcept;
+
+// A log sink. Called from worker threads, possibly concurrently: it must be
+// thread-safe and must outlive the worker.
+using LogSink = std::function<void(LogLevel level, std::string_view message)>;
+
+// The default sink: warnings and errors to standard error.
+LogSink stderr_log_sink(LogLevel min_level = LogLevel::warning);
+
+// What the hooks receive. Views are valid during the call only.
+struct ErrorEvent {
+  std::string_view queue;
+  const Envelope* envelope;  // the failed message
+  std::string_view error;    // what() of the exception, or the error's message
+  std::string_view exception_type;
+  bool will_retry;  // false when the message is dead-lettered or dropped next
+};
+
+struct DeadLetterEvent {
+  std::string_view queue;  // the queue the message came from
+  std::string_view dead_letter_queue;
+  const DeadLetter* block;
+  std::string_view body;  // what was published to the dead-letter queue
+};
+
+struct PoisonEvent {
+  std::string_view queue;
+  std::string_view body;  // the original bytes
+  Rejection reason;
+  std::string_view detail;
+  bool dead_lettered;  // false: dropped (dead-lettering off) or left to the broker's policy
+};
+
+struct WorkerHooks {
+  std::function<void(const ErrorEvent&)> on_error;
+  std::function<void(const DeadLetterEvent&)> on_dead_letter;
+  std::function<void(const PoisonEvent&)> on_poison;
+};
+
+struct WorkerOptions {
+  std::string default_queue = "default";
+  // Total deliveries of a failing message: attempts 0 .. max_attempts-1 run
+  // the handler; the dead-letter copy carries attempts = max_attempts.
+  std::int64_t max_attempts = 3;
+  UnknownUrnStrategy unknown_urn = UnknownUrnStrategy::fail;
+  std::chrono::milliseconds unknown_urn_release_delay{std::chrono::seconds(5)};
+  bool dead_letter = false;
+  // The dead-letter queue; empty = the transport's name for it (queue + ".dlq").
+  std::string dead_letter_queue;
+  // How long one receive waits for a message.
+  std::chrono::milliseconds poll_timeout{std::chrono::seconds(1)};
+  // Handler threads.
+  std::size_t concurrency = 1;
+  // Messages received ahead of the handlers (0 = as many as concurrency).
+  std::size_t prefetch = 0;
+  // Off by default: retries are republished at once, as in the family. On:
+  // retries are delayed with the transport's native delay.
+  std::optional<BackoffPolicy> retry_backoff;
+  // When the publish that follows a failure (retry, dead-letter) fails, the
+  // original is released for redelivery after this delay (where the
+  // transport has native delay), so a broker that rejects publishes does not
+  // make the handler run in a hot loop.
+  std::chrono::milliseconds release_delay_on_error{std::chrono::seconds(1)};
+  // On stop, how long in-flight handlers may run before their messages are
+  // released back to the broker.
+  std::chrono::milliseconds shutdown_deadline{std::chrono::seconds(30)};
+  // Where the transport supports it (Capabilities::extendable_lease), a
+  // running handler's message is kept reserved by extending its lease by
+  // this much every third of it; zero = the transport's own lease length
+  // (Capabilities::lease). Turned off when both are zero.
+  std::chrono::milliseconds lease_extension{0};
+  DecodeOptions decode;
+  WorkerHooks hooks;
+  LogSink log = stderr_log_sink();
+};
+
+}  // namespace babelqueue

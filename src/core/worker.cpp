@@ -1,0 +1,633 @@
+#include <babelqueue/worker.hpp>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <list>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+namespace babelqueue {
+
+// ---- options ----------------------------------------------------------------------
+
+std::string_view to_string(UnknownUrnStrategy strategy) noexcept {
+  switch (strategy) {
+    case UnknownUrnStrategy::fail: return "fail";
+    case UnknownUrnStrategy::drop: return "delete";
+    case UnknownUrnStrategy::release: return "release";
+    case UnknownUrnStrategy::dead_letter: return "dead_letter";
+  }
+  return "fail";
+}
+
+std::optional<UnknownUrnStrategy> unknown_urn_strategy_from_string(std::string_view name) noexcept {
+  if (name == "fail") return UnknownUrnStrategy::fail;
+  if (name == "delete") return UnknownUrnStrategy::drop;
+  if (name == "release") return UnknownUrnStrategy::release;
+  if (name == "dead_letter") return UnknownUrnStrategy::dead_letter;
+  return std::nullopt;
+}
+
+std::chrono::milliseconds BackoffPolicy::delay_for(std::int64_t retry) const {
+  double delay = static_cast<double>(initial.count());
+  for (std::int64_t i = 1; i < retry && delay < static_cast<double>(max.count()); ++i) delay *= multiplier;
+  delay = std::min(delay, static_cast<double>(max.count()));
+  if (jitter > 0) {
+    thread_local std::minstd_rand rng{std::random_device{}()};
+    std::uniform_real_distribution<double> spread(1.0 - jitter, 1.0 + jitter);
+    delay *= spread(rng);
+  }
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, delay)));
+}
+
+std::string_view to_string(LogLevel level) noexcept {
+  switch (level) {
+    case LogLevel::debug: return "debug";
+    case LogLevel::info: return "info";
+    case LogLevel::warning: return "warning";
+    case LogLevel::error: return "error";
+  }
+  return "info";
+}
+
+LogSink stderr_log_sink(LogLevel min_level) {
+  return [min_level](LogLevel level, std::string_view message) {
+    if (level < min_level) return;
+    // One fprintf per line keeps lines from several threads whole.
+    std::fprintf(stderr, "babelqueue %s: %.*s\n", std::string(to_string(level)).c_str(),
+                 static_cast<int>(message.size()), message.data());
+  };
+}
+
+WorkerMetricsSnapshot WorkerMetrics::snapshot() const noexcept {
+  WorkerMetricsSnapshot s;
+  s.received = received.load();
+  s.succeeded = succeeded.load();
+  s.failed = failed.load();
+  s.retried = retried.load();
+  s.dead_lettered = dead_lettered.load();
+  s.poison = poison.load();
+  s.unknown_urn = unknown_urn.load();
+  s.dropped = dropped.load();
+  s.released = released.load();
+  s.settle_errors = settle_errors.load();
+  return s;
+}
+
+// ---- the worker ----------------------------------------------------------------------
+
+namespace {
+
+// A delivery being handled. Settling it (ack, release, republish) and
+// abandoning it at the shutdown deadline race; whoever moves it out of
+// `running` first owns it.
+struct Flight {
+  enum State { running, settling, abandoned };
+  explicit Flight(Delivery d) : delivery(std::move(d)) {}
+  Delivery delivery;
+  std::atomic<int> state{running};
+  std::chrono::steady_clock::time_point lease_renewed = std::chrono::steady_clock::now();
+  bool claim() {
+    int expected = running;
+    return state.compare_exchange_strong(expected, settling);
+  }
+};
+
+std::string concat(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (auto p : parts) out.append(p);
+  return out;
+}
+
+}  // namespace
+
+class Worker::Impl {
+ public:
+  Impl(Transport& transport, std::unique_ptr<Transport> owned, WorkerOptions options)
+      : owned_(std::move(owned)), transport_(transport), options_(std::move(options)) {
+    if (options_.concurrency == 0) options_.concurrency = 1;
+    if (options_.prefetch == 0) options_.prefetch = options_.concurrency;
+    if (!options_.log) options_.log = [](LogLevel, std::string_view) {};
+    caps_ = transport_.capabilities();
+  }
+
+  // ---- handlers and publishing ----
+
+  void add_handler(std::string urn, Handler handler) {
+    if (running_.load()) throw Error(Errc::invalid_argument, "register handlers before run()");
+    handlers_[std::move(urn)] = std::move(handler);
+  }
+
+  void set_fallback(Handler handler) {
+    if (running_.load()) throw Error(Errc::invalid_argument, "register handlers before run()");
+    fallback_ = std::move(handler);
+  }
+
+  Result<std::string> publish(std::string_view urn, const Value& data, const PublishParams& params) {
+    MakeOptions make;
+    make.queue = params.queue.empty() ? options_.default_queue : params.queue;
+    make.trace_id = params.trace_id;
+    auto env = Envelope::make(urn, data, make);
+    if (!env) return unexpected(env.error());
+    PublishOptions publish;
+    publish.headers = params.headers;
+    publish.delay = params.delay;
+    if (auto r = transport_.publish(env->queue(), env->body(), publish); !r) return unexpected(r.error());
+    return std::string(env->id());
+  }
+
+  // ---- consuming ----
+
+  Result<RunSummary> run(std::vector<std::string> queues, RunLimits limits) {
+    if (running_.exchange(true)) return unexpected(Errc::invalid_argument, "the worker is already running");
+    if (queues.empty()) queues.push_back(options_.default_queue);
+    // A stop() that arrived before run() is honoured (run returns at once);
+    // the flag is cleared when a run ends, for the next one.
+    {
+      std::lock_guard lock(mutex_);
+      processed_ = 0;
+      shutting_down_ = false;
+    }
+    std::vector<std::thread> threads;
+    threads.reserve(options_.concurrency + 1);
+    for (std::size_t i = 0; i < options_.concurrency; ++i) threads.emplace_back([this] { handler_loop(); });
+    const bool keep_leases = caps_.extendable_lease && lease_extension().count() > 0;
+    if (keep_leases) threads.emplace_back([this] { lease_loop(); });
+
+    RunSummary summary;
+    std::optional<ErrorInfo> fatal = receive_loop(queues, limits, summary);
+    shutdown(threads);
+    {
+      std::lock_guard lock(mutex_);
+      summary.processed = processed_;
+    }
+    stop_requested_.store(false);
+    running_.store(false);
+    if (fatal) return unexpected(*fatal);
+    return summary;
+  }
+
+  void stop() noexcept {
+    stop_requested_.store(true);
+    std::lock_guard lock(mutex_);
+    changed_.notify_all();
+  }
+
+  WorkerMetrics metrics_;
+
+  const WorkerOptions& options() const noexcept { return options_; }
+  Transport& transport() noexcept { return transport_; }
+
+ private:
+  // Receives into the buffer while there is room, until stop or a limit.
+  std::optional<ErrorInfo> receive_loop(const std::vector<std::string>& queues, const RunLimits& limits,
+                                        RunSummary& summary) {
+    std::size_t received = 0;
+    std::size_t next_queue = 0;
+    auto last_activity = std::chrono::steady_clock::now();
+    std::chrono::milliseconds error_backoff{100};
+    const auto queue_count = static_cast<std::int64_t>(queues.size());
+    const auto wait = std::max(std::chrono::milliseconds(1), options_.poll_timeout / queue_count);
+    while (!stop_requested_.load()) {
+      if (limits.max_messages != 0 && received >= limits.max_messages) {
+        summary.reason = RunSummary::Reason::max_messages;
+        return std::nullopt;
+      }
+      std::size_t room = 0;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return stop_requested_.load() || buffer_.size() < options_.prefetch; });
+        if (stop_requested_.load()) break;
+        room = options_.prefetch - buffer_.size();
+      }
+      if (limits.max_messages != 0) room = std::min(room, limits.max_messages - received);
+      const std::string& queue = queues[next_queue];
+      next_queue = (next_queue + 1) % queues.size();
+      auto batch = transport_.receive(queue, room, wait);
+      if (!batch) {
+        if (!batch.error().retriable()) {
+          log(LogLevel::error,
+              concat({"receive from ", queue, " failed: ", std::string_view(batch.error().message())}));
+          return batch.error();
+        }
+        log(LogLevel::warning,
+            concat({"receive from ", queue, " failed, retrying: ", std::string_view(batch.error().message())}));
+        sleep_unless_stopped(error_backoff);
+        error_backoff = std::min(error_backoff * 2, std::chrono::milliseconds(5000));
+        continue;
+      }
+      error_backoff = std::chrono::milliseconds(100);
+      if (batch->empty()) {
+        if (limits.idle_exit && idle(last_activity, *limits.idle_exit)) {
+          summary.reason = RunSummary::Reason::idle;
+          return std::nullopt;
+        }
+        continue;
+      }
+      received += batch->size();
+      metrics_.received += batch->size();
+      last_activity = std::chrono::steady_clock::now();
+      std::lock_guard lock(mutex_);
+      for (auto& d : *batch) buffer_.push_back(std::move(d));
+      changed_.notify_all();
+    }
+    summary.reason = RunSummary::Reason::stopped;
+    return std::nullopt;
+  }
+
+  // True when nothing arrived for idle_for and nothing is buffered or running.
+  bool idle(std::chrono::steady_clock::time_point& last_activity, std::chrono::milliseconds idle_for) {
+    std::lock_guard lock(mutex_);
+    if (!buffer_.empty() || !flights_.empty()) {
+      last_activity = std::chrono::steady_clock::now();
+      return false;
+    }
+    return std::chrono::steady_clock::now() - last_activity >= idle_for;
+  }
+
+  void sleep_unless_stopped(std::chrono::milliseconds d) {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, d, [&] { return stop_requested_.load(); });
+  }
+
+  // Ends a run: a stop releases what was buffered but not started; every
+  // run then lets in-flight handlers finish, abandoning (releasing) those
+  // still running at the shutdown deadline.
+  void shutdown(std::vector<std::thread>& threads) {
+    std::deque<Delivery> unstarted;
+    {
+      std::lock_guard lock(mutex_);
+      if (stop_requested_.load()) unstarted.swap(buffer_);
+    }
+    for (const Delivery& d : unstarted) release(d, {}, "the worker is stopping");
+    {
+      std::unique_lock lock(mutex_);
+      // Without a stop (idle, max messages) buffered messages are finished too.
+      const auto deadline = std::chrono::steady_clock::now() + options_.shutdown_deadline;
+      changed_.wait_until(lock, deadline, [&] { return buffer_.empty() && flights_.empty(); });
+      shutting_down_ = true;
+      unstarted.swap(buffer_);
+      for (auto& flight : flights_) {
+        if (flight->state.exchange(Flight::abandoned) == Flight::running) {
+          abandoned_.push_back(flight);
+        }
+      }
+      changed_.notify_all();
+    }
+    for (const Delivery& d : unstarted) release(d, {}, "the worker is stopping");
+    for (const auto& flight : abandoned_) {
+      log(LogLevel::error, concat({"a handler outlived the shutdown deadline; its message ", flight->delivery.queue,
+                                   " is released and will be delivered again"}));
+      release(flight->delivery, {}, "shutdown deadline");
+    }
+    abandoned_.clear();
+    for (auto& t : threads) t.join();
+  }
+
+  void handler_loop() {
+    for (;;) {
+      std::shared_ptr<Flight> flight;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return shutting_down_ || !buffer_.empty(); });
+        if (buffer_.empty()) return;  // shutting down
+        flight = std::make_shared<Flight>(std::move(buffer_.front()));
+        buffer_.pop_front();
+        flights_.push_back(flight);
+        changed_.notify_all();  // room in the buffer
+      }
+      process(*flight);
+      std::lock_guard lock(mutex_);
+      flights_.remove(flight);
+      ++processed_;
+      changed_.notify_all();
+    }
+  }
+
+  // Keeps the leases of long-running handlers' messages alive.
+  void lease_loop() {
+    const auto extension = lease_extension();
+    const auto period = std::max(std::chrono::milliseconds(10), extension / 3);
+    std::unique_lock lock(mutex_);
+    while (!shutting_down_) {
+      changed_.wait_for(lock, period, [&] { return shutting_down_; });
+      if (shutting_down_) return;
+      const auto now = std::chrono::steady_clock::now();
+      std::vector<std::shared_ptr<Flight>> due;
+      for (const auto& f : flights_) {
+        if (f->state.load() == Flight::running && now - f->lease_renewed >= period) {
+          f->lease_renewed = now;
+          due.push_back(f);
+        }
+      }
+      lock.unlock();
+      for (const auto& f : due) {
+        if (auto r = transport_.extend(f->delivery, extension); !r) {
+          log(LogLevel::warning, "could not extend a message's lease: " + r.error().message());
+        }
+      }
+      lock.lock();
+    }
+  }
+
+  // ---- one delivery ----
+
+  void process(Flight& flight) {
+    const Delivery& d = flight.delivery;
+    if (d.gate_rejection) {
+      poison(flight, nullptr, *d.gate_rejection, "the transport's bq-schema-version property is not \"1\"");
+      return;
+    }
+    auto decoded = Envelope::decode(d.body, options_.decode);
+    if (!decoded) {
+      poison(flight, nullptr, decoded.error().reason, decoded.error().detail);
+      return;
+    }
+    Envelope& env = *decoded;
+    if (auto verdict = accepts(env); !verdict) {
+      poison(flight, &env, *verdict.reason(), "the envelope breaks a rule of the wire contract");
+      return;
+    }
+    if (d.native_attempts) {
+      env.set_attempts(d.native_attempts_authoritative ? *d.native_attempts
+                                                       : std::max(env.attempts(), *d.native_attempts));
+    }
+    const auto found = handlers_.find(env.urn());
+    const Handler* handler = found != handlers_.end() ? &found->second : (fallback_ ? &fallback_ : nullptr);
+    if (handler == nullptr) {
+      unknown_urn(flight, env);
+      return;
+    }
+    const Message message(env, d.queue, d.headers);
+    std::string error;
+    std::optional<std::string> exception_type;
+    try {
+      if (auto r = (*handler)(message); !r) {
+        error = r.error().message();
+      } else {
+        if (ack(flight)) metrics_.succeeded++;
+        return;
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+      exception_type = exception_type_name(e);
+    } catch (...) {
+      error = "a handler threw a non-standard exception";
+      exception_type = current_exception_type_name();
+    }
+    metrics_.failed++;
+    retry_or_dead_letter(flight, env, DeadLetterReason::failed, error, exception_type);
+  }
+
+  void unknown_urn(Flight& flight, Envelope& env) {
+    metrics_.unknown_urn++;
+    const std::string error = concat({"no handler for URN \"", env.urn(), "\""});
+    switch (options_.unknown_urn) {
+      case UnknownUrnStrategy::fail:
+        metrics_.failed++;
+        retry_or_dead_letter(flight, env, DeadLetterReason::unknown_urn, error, std::nullopt);
+        return;
+      case UnknownUrnStrategy::drop:
+        log(LogLevel::info, error + ": deleted (unknown-URN strategy delete)");
+        metrics_.dropped++;
+        ack(flight);
+        return;
+      case UnknownUrnStrategy::release:
+        // Back to the queue for a consumer that knows the URN, delayed and
+        // counted so it can never loop hot.
+        retry_or_dead_letter(flight, env, DeadLetterReason::unknown_urn, error, std::nullopt,
+                             options_.unknown_urn_release_delay);
+        return;
+      case UnknownUrnStrategy::dead_letter:
+        if (!options_.dead_letter) {
+          log(LogLevel::warning, error + ": deleted (dead_letter strategy without a dead-letter queue)");
+          metrics_.dropped++;
+          ack(flight);
+          return;
+        }
+        dead_letter(flight, env, DeadLetterReason::unknown_urn, error, std::nullopt);
+        return;
+    }
+  }
+
+  void retry_or_dead_letter(Flight& flight, Envelope& env, DeadLetterReason reason, const std::string& error,
+                            const std::optional<std::string>& exception_type,
+                            std::optional<std::chrono::milliseconds> fixed_delay = std::nullopt) {
+    const std::int64_t next = env.attempts() + 1;
+    const bool will_retry = next < options_.max_attempts;
+    if (options_.hooks.on_error) {
+      options_.hooks.on_error(ErrorEvent{flight.delivery.queue, &env, error, exception_type.value_or(""), will_retry});
+    }
+    if (!will_retry) {
+      env.set_attempts(next);
+      if (options_.dead_letter) {
+        dead_letter(flight, env, reason, error, exception_type);
+      } else {
+        log(LogLevel::warning, concat({"message ", env.id(), " failed ", std::to_string(next),
+                                       " times and is dropped (dead-lettering is off): ", error}));
+        metrics_.dropped++;
+        ack(flight);
+      }
+      return;
+    }
+    auto body = env.encode_with_attempts(next);
+    PublishOptions publish;
+    publish.headers = flight.delivery.headers;
+    std::chrono::milliseconds delay = fixed_delay.value_or(
+        options_.retry_backoff ? options_.retry_backoff->delay_for(next) : std::chrono::milliseconds(0));
+    if (delay.count() > 0 && !caps_.native_delay) {
+      warn_once(no_delay_warned_, "the transport has no native delay: retries are republished at once");
+      delay = {};
+    }
+    if (caps_.max_delay.count() > 0) delay = std::min(delay, caps_.max_delay);
+    publish.delay = delay;
+    if (!flight.claim()) return;  // abandoned at the shutdown deadline: already released
+    auto published =
+        body ? transport_.publish(flight.delivery.queue, *body, publish) : Result<void>(unexpected(body.error()));
+    if (!published) {
+      metrics_.settle_errors++;
+      log(LogLevel::error, concat({"the retry of message ", env.id(), " could not be published (",
+                                   published.error().message(), "); the original is released instead"}));
+      release(flight.delivery, error_release_delay(), "retry publish failed");
+      return;
+    }
+    metrics_.retried++;
+    settle_ack(flight.delivery);
+  }
+
+  void dead_letter(Flight& flight, const Envelope& env, DeadLetterReason reason, const std::string& error,
+                   const std::optional<std::string>& exception_type) {
+    const std::string original_queue = env.queue().empty() ? flight.delivery.queue : std::string(env.queue());
+    const DeadLetter block = DeadLetter::make(reason, original_queue, env.attempts(), error, exception_type);
+    auto body = env.encode_dead_letter(block);
+    if (!body) {
+      // Only a block that cannot be encoded (invalid UTF-8 in the error text)
+      // gets here: keep the message rather than lose it.
+      log(LogLevel::error, "could not build the dead-letter body: " + body.error().message());
+      if (flight.claim()) release(flight.delivery, error_release_delay(), "dead-letter body failed");
+      return;
+    }
+    publish_dead_letter(flight, *body, block, {});
+  }
+
+  void poison(Flight& flight, const Envelope* env, Rejection reason, std::string_view detail) {
+    metrics_.poison++;
+    const Delivery& d = flight.delivery;
+    const std::string error = concat({to_string(reason), ": ", detail});
+    log(LogLevel::warning, concat({"poison message on ", d.queue, ": ", error}));
+    if (!options_.dead_letter) {
+      if (options_.hooks.on_poison) options_.hooks.on_poison(PoisonEvent{d.queue, d.body, reason, detail, false});
+      if (caps_.broker_dead_letter_policy) {
+        // The broker's own policy (SQS RedrivePolicy) moves it after its
+        // receive count; acking here would bypass that policy.
+        if (flight.claim()) release(d, {}, "left to the broker's dead-letter policy");
+        return;
+      }
+      metrics_.dropped++;
+      ack(flight);
+      return;
+    }
+    const std::string original_queue = env != nullptr && !env->queue().empty() ? std::string(env->queue()) : d.queue;
+    const DeadLetter block =
+        DeadLetter::make(DeadLetterReason::poison, original_queue, env != nullptr ? env->attempts() : 0, error);
+    std::string body;
+    if (env != nullptr) {
+      auto annotated = env->encode_dead_letter(block);
+      body = annotated ? std::move(*annotated) : d.body;
+    } else {
+      body = dead_letter_body(d.body, block, options_.decode);
+    }
+    Headers extra;
+    extra[std::string(kDeadLetterReasonHeader)] = "poison";
+    if (publish_dead_letter(flight, body, block, extra) && options_.hooks.on_poison) {
+      options_.hooks.on_poison(PoisonEvent{d.queue, d.body, reason, detail, true});
+    }
+  }
+
+  bool publish_dead_letter(Flight& flight, const std::string& body, const DeadLetter& block, const Headers& extra) {
+    const std::string dlq = options_.dead_letter_queue.empty() ? transport_.dead_letter_queue(flight.delivery.queue)
+                                                               : options_.dead_letter_queue;
+    PublishOptions publish;
+    publish.headers = flight.delivery.headers;
+    for (const auto& [k, v] : extra) publish.headers[k] = v;
+    if (!flight.claim()) return false;
+    if (auto r = transport_.publish(dlq, body, publish); !r) {
+      metrics_.settle_errors++;
+      log(LogLevel::error, concat({"publishing to the dead-letter queue ", dlq, " failed (", r.error().message(),
+                                   "); the original is released instead"}));
+      release(flight.delivery, error_release_delay(), "dead-letter publish failed");
+      return false;
+    }
+    metrics_.dead_lettered++;
+    if (options_.hooks.on_dead_letter) {
+      options_.hooks.on_dead_letter(DeadLetterEvent{flight.delivery.queue, dlq, &block, body});
+    }
+    settle_ack(flight.delivery);
+    return true;
+  }
+
+  // ---- settling ----
+
+  // False when the flight was abandoned at the shutdown deadline (and so
+  // already released).
+  bool ack(Flight& flight) {
+    if (!flight.claim()) return false;
+    settle_ack(flight.delivery);
+    return true;
+  }
+
+  void settle_ack(const Delivery& d) {
+    if (auto r = transport_.ack(d); !r) {
+      metrics_.settle_errors++;
+      // Not a handler failure: the broker will deliver the message again.
+      log(LogLevel::warning,
+          concat({"ack on ", d.queue, " failed (", r.error().message(), "); the message may be delivered again"}));
+    }
+  }
+
+  void release(const Delivery& d, std::chrono::milliseconds delay, std::string_view why) {
+    if (auto r = transport_.release(d, delay); !r) {
+      metrics_.settle_errors++;
+      log(LogLevel::error, concat({"release on ", d.queue, " (", why, ") failed: ", r.error().message(),
+                                   "; the broker redelivers it when its lease ends"}));
+      return;
+    }
+    metrics_.released++;
+  }
+
+  std::chrono::milliseconds lease_extension() const {
+    return options_.lease_extension.count() > 0 ? options_.lease_extension : caps_.lease;
+  }
+
+  std::chrono::milliseconds error_release_delay() const {
+    return caps_.native_delay ? options_.release_delay_on_error : std::chrono::milliseconds(0);
+  }
+
+  void log(LogLevel level, std::string_view message) const { options_.log(level, message); }
+
+  void warn_once(std::atomic<bool>& flag, std::string_view message) {
+    if (!flag.exchange(true)) log(LogLevel::warning, message);
+  }
+
+  std::unique_ptr<Transport> owned_;
+  Transport& transport_;
+  WorkerOptions options_;
+  Capabilities caps_;
+  std::map<std::string, Handler, std::less<>> handlers_;
+  Handler fallback_;  // handle_any(): for URNs without a handler of their own
+
+  std::atomic<bool> running_{false};
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> no_delay_warned_{false};
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Delivery> buffer_;                 // received, not started
+  std::list<std::shared_ptr<Flight>> flights_;  // being handled
+  std::vector<std::shared_ptr<Flight>> abandoned_;
+  bool shutting_down_ = false;
+  std::size_t processed_ = 0;
+};
+
+Worker::Worker(Transport& transport, WorkerOptions options)
+    : impl_(std::make_unique<Impl>(transport, nullptr, std::move(options))) {}
+
+Worker::Worker(std::unique_ptr<Transport> transport, WorkerOptions options) {
+  if (!transport) throw Error(Errc::invalid_argument, "Worker needs a transport");
+  Transport& ref = *transport;
+  impl_ = std::make_unique<Impl>(ref, std::move(transport), std::move(options));
+}
+
+Worker::~Worker() { stop(); }
+
+void Worker::add_handler(std::string urn, Handler handler) { impl_->add_handler(std::move(urn), std::move(handler)); }
+void Worker::handle_any(Handler handler) { impl_->set_fallback(std::move(handler)); }
+
+Result<std::string> Worker::publish(std::string_view urn, const Value& data, const PublishParams& params) {
+  return impl_->publish(urn, data, params);
+}
+
+Result<RunSummary> Worker::run(std::vector<std::string> queues, RunLimits limits) {
+  return impl_->run(std::move(queues), limits);
+}
+
+Result<std::size_t> Worker::drain(std::string_view queue, std::size_t max) {
+  std::vector<std::string> queues;
+  if (!queue.empty()) queues.emplace_back(queue);
+  RunLimits limits;
+  limits.max_messages = max;
+  limits.idle_exit = std::chrono::milliseconds(0);
+  auto summary = impl_->run(std::move(queues), limits);
+  if (!summary) return unexpected(summary.error());
+  return summary->processed;
+}
+
+void Worker::stop() noexcept { impl_->stop(); }
+const WorkerMetrics& Worker::metrics() const noexcept { return impl_->metrics_; }
+const WorkerOptions& Worker::options() const noexcept { return impl_->options(); }
+Transport& Worker::transport() noexcept { return impl_->transport(); }
+
+}  // namespace babelqueue
