@@ -17,10 +17,31 @@ inline constexpr int kExitUsage = 2;
 // What a subcommand runs once the command line is parsed; returns the exit code.
 using Action = std::function<int()>;
 
+// The options every command shares, resolved once the command line is parsed.
+struct GlobalOptions {
+  // The broker URL: --url, else $BABELQUEUE_URL, else kDefaultUrl.
+  std::string url;
+  // True when --url was given on the command line (before or after the command).
+  bool url_given = false;
+};
+
+inline constexpr const char* kDefaultUrl = "sqlite://babelqueue.db";
+inline constexpr const char* kUrlEnvironmentVariable = "BABELQUEUE_URL";
+
 // Registers `codec encode|decode|retry|dead-letter`.
 void add_codec_commands(CLI::App& app, Action& action);
 // Registers `conformance SUITE_DIR [--url URL]`.
-void add_conformance_command(CLI::App& app, Action& action);
+void add_conformance_command(CLI::App& app, Action& action, const GlobalOptions& global);
+// Registers `publish`, `send`, `drain`, `stats` and `redrive`.
+void add_queue_commands(CLI::App& app, Action& action, const GlobalOptions& global);
+// Registers `work QUEUE [options] -- CMD [ARGS...]`.
+void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global);
+// Registers `bench QUEUE [options]`.
+void add_bench_command(CLI::App& app, Action& action, const GlobalOptions& global);
+
+// Makes every transport this program was built with openable by URL
+// (transports.cpp: the one place that lists them).
+void register_transports();
 
 // All of standard input. One trailing line break (LF or CRLF) is dropped, so
 // `echo '{...}' | babelqueue codec decode` reads exactly the JSON text.

@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# `babelqueue work`: shell scripts turned into consumers, against temporary
+# SQLite files. Retries, dead-lettering, poison, unknown URNs, the message's
+# environment, --idle-exit, --max-messages, SIGTERM, and usage errors.
+set -u
+bq="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+passed=0
+failed=0
+check() {  # check NAME EXPECTED ACTUAL
+  if [[ "$2" == "$3" ]]; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); printf 'FAIL %s\n  expected: %s\n  actual:   %s\n' "$1" "$2" "$3"; fi
+}
+contains() {  # contains NAME NEEDLE HAYSTACK
+  if [[ "$3" == *"$2"* ]]; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); printf 'FAIL %s\n  expected to contain: %s\n  actual: %s\n' "$1" "$2" "$3"; fi
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+unset BABELQUEUE_URL
+export BABELQUEUE_URL="sqlite://$tmp/q.db"
+stats() { "$bq" stats "$1"; }
+empty() { printf '{"queue":"%s","ready":0,"reserved":0,"delayed":0}' "$1"; }
+drain() { "$bq" drain "$1" --wait 0.2; }
+work() { "$bq" work "$@" 2>"$tmp/work.err"; }  # the worker's standard error in $tmp/work.err
+
+# The consumers.
+cat >"$tmp/record.sh" <<EOF
+#!/bin/sh
+# Records its input and environment, succeeds.
+cat >"$tmp/stdin.\$BQ_MESSAGE_ID"
+printf '%s|%s|%s|%s|%s|%s\n' "\$BQ_URN" "\$BQ_TRACE_ID" "\$BQ_MESSAGE_ID" "\$BQ_ATTEMPTS" "\$BQ_QUEUE" "\$BQ_HEADERS" >>"$tmp/env.log"
+EOF
+cat >"$tmp/flaky.sh" <<EOF
+#!/bin/sh
+# Fails on the first delivery only.
+echo "\$BQ_ATTEMPTS" >>"$tmp/flaky.log"
+if [ "\$BQ_ATTEMPTS" = 0 ]; then echo "first try fails" >&2; exit 3; fi
+EOF
+cat >"$tmp/fail.sh" <<EOF
+#!/bin/sh
+# Always fails, saying why on its standard error.
+echo run >>"$tmp/fail.log"
+echo "some noise" >&2
+echo "boom: the database is down" >&2
+exit 7
+EOF
+cat >"$tmp/slow.sh" <<EOF
+#!/bin/sh
+touch "$tmp/slow.started"
+sleep 2
+touch "$tmp/slow.done"
+EOF
+cat >"$tmp/never.sh" <<EOF
+#!/bin/sh
+touch "$tmp/never.ran"
+EOF
+chmod +x "$tmp"/*.sh
+
+# ---- success: the body on stdin, the message's environment ------------------------------
+body=$("$bq" codec encode urn:babel:orders:created '{"order_id":7}' --queue jobs --trace-id trace-7)
+id=$(printf '%s' "$body" | sed -E 's/.*"meta":\{"id":"([^"]+)".*/\1/')
+printf '%s' "$body" | "$bq" send jobs --header traceparent=00-abc-def-01 --header k=v
+work jobs --idle-exit 0.3 -- "$tmp/record.sh"
+check "work exits 0 at idle" 0 $?
+check "stdin is the delivered body" "$body" "$(cat "$tmp/stdin.$id" 2>/dev/null)"
+check "environment" "urn:babel:orders:created|trace-7|$id|0|jobs|{\"k\":\"v\",\"traceparent\":\"00-abc-def-01\"}" \
+  "$(cat "$tmp/env.log")"
+contains "summary line" "babelqueue: work jobs stopped (idle): processed 1, succeeded 1, failed 0, retried 0, dead-lettered 0, poison 0" \
+  "$(cat "$tmp/work.err")"
+check "acked" "$(empty jobs)" "$(stats jobs)"
+
+"$bq" publish jobs urn:other '{}' --count 3 --header h=1 >/dev/null
+work jobs --idle-exit 0.3 --concurrency 2 -- "$tmp/record.sh"
+check "every URN goes to CMD" 3 "$(grep -c '^urn:other|' "$tmp/env.log")"
+check "publish --header reaches the command" 3 "$(grep -c '|{"h":"1"}$' "$tmp/env.log")"
+check "all acked" "$(empty jobs)" "$(stats jobs)"
+
+# ---- retry: BQ_ATTEMPTS increments ----------------------------------------------------------
+"$bq" publish flaky urn:a '{}' >/dev/null
+work flaky --idle-exit 0.3 -- "$tmp/flaky.sh"
+check "flaky exit" 0 $?
+check "flaky: attempts 0 then 1" $'0\n1' "$(cat "$tmp/flaky.log")"
+contains "flaky: retried then succeeded" "processed 2, succeeded 1, failed 1, retried 1, dead-lettered 0" "$(cat "$tmp/work.err")"
+contains "the command's stderr is passed on" "first try fails" "$(cat "$tmp/work.err")"
+check "flaky: queue empty" "$(empty flaky)" "$(stats flaky)"
+
+# With a retry backoff, the retry waits in the queue.
+rm -f "$tmp/flaky.log"
+"$bq" publish flaky urn:a '{}' >/dev/null
+work flaky --idle-exit 0.3 --backoff-initial 5000 --backoff-max 10000 --backoff-multiplier 2 -- "$tmp/flaky.sh"
+check "backoff exit" 0 $?
+check "backoff: the retry is delayed" '{"queue":"flaky","ready":0,"reserved":0,"delayed":1}' "$(stats flaky)"
+
+# ---- always failing: dead-lettered after --max-attempts ---------------------------------------
+id=$("$bq" publish doomed urn:a '{"n":1}')
+work doomed --idle-exit 0.3 --max-attempts 2 --dead-letter -- "$tmp/fail.sh"
+check "doomed exit (the worker itself is fine)" 0 $?
+check "doomed: CMD ran max-attempts times" 2 "$(wc -l <"$tmp/fail.log" | tr -d ' ')"
+contains "doomed summary" "failed 2, retried 1, dead-lettered 1" "$(cat "$tmp/work.err")"
+check "doomed: queue empty" "$(empty doomed)" "$(stats doomed)"
+dl=$(drain doomed.dlq)
+check "dead-lettered body decodes" '{"accepted":true,"reason":null,"urn":"urn:a","attempts":2,"lang":"cpp","warnings":[]}' \
+  "$(printf '%s' "$dl" | "$bq" codec decode)"
+contains "dead_letter block" "\"meta\":{\"id\":\"$id\"" "$dl"
+contains "dead_letter reason and error (the end of stderr)" \
+  '"dead_letter":{"reason":"failed","error":"command exited with status 7: some noise\nboom: the database is down","exception":null' "$dl"
+contains "dead_letter original queue" '"original_queue":"doomed","attempts":2,"lang":"cpp"}' "$dl"
+
+# --dlq names the dead-letter queue (and implies --dead-letter); a command killed by a signal fails.
+"$bq" publish killed urn:a '{}' >/dev/null
+work killed --idle-exit 0.3 --max-attempts 1 --dlq graveyard -- sh -c 'kill -9 $$'
+check "killed exit" 0 $?
+contains "killed by a signal" '"error":"command was killed by SIGKILL"' "$(drain graveyard)"
+check "nothing in killed.dlq" "" "$(drain killed.dlq)"
+
+# Without dead-lettering, an exhausted message is dropped.
+rm -f "$tmp/fail.log"
+"$bq" publish dropped urn:a '{}' >/dev/null
+work dropped --idle-exit 0.3 --max-attempts 1 -- "$tmp/fail.sh"
+contains "dropped summary" "dropped 1" "$(cat "$tmp/work.err")"
+check "dropped: nothing left" "$(empty dropped)$(empty dropped.dlq)" "$(stats dropped)$(stats dropped.dlq)"
+
+# ---- poison: to the DLQ byte for byte, CMD never run -------------------------------------------
+printf '{"job":"urn:a", not json' | "$bq" send poisoned
+work poisoned --idle-exit 0.3 --dead-letter -- "$tmp/never.sh"
+check "poison exit" 0 $?
+check "poison: CMD never ran" "no" "$([[ -e "$tmp/never.ran" ]] && echo yes || echo no)"
+check "poison: in the DLQ byte for byte" '{"job":"urn:a", not json' "$(drain poisoned.dlq)"
+contains "poison summary" "poison 1" "$(cat "$tmp/work.err")"
+printf '{"job":"urn:a","trace_id":"t","data":{},"meta":{"schema_version":2}}' | "$bq" send poisoned
+work poisoned --idle-exit 0.3 --dead-letter -- "$tmp/never.sh"
+check "rejected envelope: CMD never ran" "no" "$([[ -e "$tmp/never.ran" ]] && echo yes || echo no)"
+contains "rejected envelope: dead-lettered as poison" '"dead_letter":{"reason":"poison"' "$(drain poisoned.dlq)"
+
+# ---- --urn and --unknown-urn --------------------------------------------------------------------
+unknown() {  # unknown STRATEGY MAX_ATTEMPTS: publish urn:other and work with only urn:known routed
+  "$bq" publish "u-$1" urn:other '{}' >/dev/null
+  work "u-$1" --idle-exit 0.3 --urn urn:known --unknown-urn "$1" --max-attempts "$2" --dead-letter -- "$tmp/never.sh"
+}
+unknown fail 1
+check "unknown fail: exit" 0 $?
+contains "unknown fail: dead-lettered as unknown_urn" '"reason":"unknown_urn","error":"no handler for URN \"urn:other\""' \
+  "$(drain u-fail.dlq)"
+unknown delete 1
+contains "unknown delete: dropped" "dropped 1" "$(cat "$tmp/work.err")"
+check "unknown delete: gone" "$(empty u-delete)$(empty u-delete.dlq)" "$(stats u-delete)$(stats u-delete.dlq)"
+unknown release 3
+check "unknown release: back in the queue, delayed" '{"queue":"u-release","ready":0,"reserved":0,"delayed":1}' \
+  "$(stats u-release)"
+unknown dead_letter 3
+contains "unknown dead_letter: straight to the DLQ" '"reason":"unknown_urn"' "$(drain u-dead_letter.dlq)"
+check "unknown URNs never ran CMD" "no" "$([[ -e "$tmp/never.ran" ]] && echo yes || echo no)"
+"$bq" publish u-known urn:known '{}' >/dev/null
+work u-known --idle-exit 0.3 --urn urn:known -- "$tmp/never.sh"
+check "--urn routes that URN to CMD" "yes" "$([[ -e "$tmp/never.ran" ]] && echo yes || echo no)"
+
+# ---- limits ---------------------------------------------------------------------------------------
+"$bq" publish limited urn:a '{}' --count 3 >/dev/null
+work limited --max-messages 1 -- true
+check "--max-messages exit" 0 $?
+contains "--max-messages summary" "stopped (max messages): processed 1, succeeded 1" "$(cat "$tmp/work.err")"
+check "--max-messages leaves the rest" '{"queue":"limited","ready":2,"reserved":0,"delayed":0}' "$(stats limited)"
+
+# Large bodies, and commands that do not read their input at all.
+big=$(head -c 100000 /dev/zero | tr '\0' 'x')
+"$bq" publish big urn:a "{\"blob\":\"$big\"}" >/dev/null
+"$bq" publish big urn:a "{\"blob\":\"$big\"}" >/dev/null
+work big --idle-exit 0.3 --max-messages 1 -- sh -c "wc -c >'$tmp/big.size'"
+check "a large body reaches the command whole" "yes" "$([[ $(tr -d ' ' <"$tmp/big.size") -gt 100000 ]] && echo yes)"
+work big --idle-exit 0.3 -- true
+contains "a command that ignores its input succeeds" "processed 1, succeeded 1" "$(cat "$tmp/work.err")"
+
+# ---- SIGTERM: the running command finishes, its message is acked ---------------------------------
+"$bq" publish slow urn:a '{}' >/dev/null
+"$bq" work slow --idle-exit 30 -- "$tmp/slow.sh" 2>"$tmp/slow.err" &
+pid=$!
+for _ in $(seq 100); do [[ -e "$tmp/slow.started" ]] && break; sleep 0.1; done
+kill -TERM "$pid"
+wait "$pid"
+check "SIGTERM: exit 0" 0 $?
+check "SIGTERM: the command finished" "yes" "$([[ -e "$tmp/slow.done" ]] && echo yes)"
+check "SIGTERM: its message was acked" "$(empty slow)" "$(stats slow)"
+contains "SIGTERM: said so" "SIGTERM: finishing the messages in flight" "$(cat "$tmp/slow.err")"
+contains "SIGTERM: summary" "babelqueue: work slow stopped: processed 1, succeeded 1" "$(cat "$tmp/slow.err")"
+
+# SIGINT on an idle worker.
+"$bq" work idle --idle-exit 30 -- true 2>/dev/null &
+pid=$!
+sleep 0.5
+kill -INT "$pid"
+wait "$pid"
+check "SIGINT on an idle worker: exit 0" 0 $?
+
+# ---- usage errors and failures -------------------------------------------------------------------
+"$bq" work q >/dev/null 2>&1
+check "missing CMD" 2 $?
+"$bq" work -- true >/dev/null 2>&1
+check "missing QUEUE" 2 $?
+"$bq" work q --unknown-urn explode -- true >/dev/null 2>&1
+check "unknown strategy" 2 $?
+"$bq" work q --max-attempts 0 -- true >/dev/null 2>&1
+check "--max-attempts 0" 2 $?
+"$bq" work q --concurrency 0 -- true >/dev/null 2>&1
+check "--concurrency 0" 2 $?
+"$bq" work q --backoff-multiplier 0.5 -- true >/dev/null 2>&1
+check "--backoff-multiplier below 1" 2 $?
+err=$("$bq" work q --idle-exit 0.2 -- "$tmp/no-such-command" 2>&1)
+check "a command that does not exist" 2 $?
+contains "names the command" "cannot find the command '$tmp/no-such-command'" "$err"
+err=$("$bq" --url "sqlite:///nonexistent-dir/x.db" work q -- true 2>&1)
+check "unopenable URL" 1 $?
+contains "unopenable URL: message" "cannot open sqlite:///nonexistent-dir/x.db" "$err"
+"$bq" work q --idle-exit 0.2 --url "$BABELQUEUE_URL" -- true 2>/dev/null
+check "--url after the command" 0 $?
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

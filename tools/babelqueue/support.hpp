@@ -1,0 +1,115 @@
+// What the queue commands share: opening the transport named by --url,
+// headers given as K=V, the terminal's progress line, and signal handling.
+#pragma once
+
+#include "commands.hpp"
+
+#include <babelqueue/transport.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace babelqueue::cli {
+
+// Prints "babelqueue: MESSAGE" to standard error; returns kExitFailure.
+int fail(std::string_view message);
+
+// Opens the transport of global.url. On failure prints a message naming the
+// URL with its secrets redacted and returns null (the command exits 1).
+std::unique_ptr<Transport> open_transport_or_report(const GlobalOptions& global);
+
+// The URL with its password (and secret query values) replaced by ***, for
+// messages; also for text that does not parse as a URL.
+std::string redact_url(std::string_view url);
+
+// A CLI11 check for K=V (K not empty).
+CLI::Validator header_check();
+// Headers from K=V strings already checked by header_check().
+Headers parse_headers(const std::vector<std::string>& pairs);
+
+// A duration given in (possibly fractional) seconds.
+std::chrono::milliseconds seconds(double value);
+
+// text with every byte sequence that is not valid UTF-8 replaced by U+FFFD,
+// so it can travel in JSON (a dead_letter block's error).
+std::string sanitize_utf8(std::string_view text);
+
+// Standard error shared by log lines, child processes' output and, on a
+// terminal, one status line kept at the bottom and redrawn in place.
+class Console {
+ public:
+  static Console& instance();
+
+  // True when standard error is a terminal: only then is a status shown.
+  bool interactive() const noexcept { return interactive_; }
+
+  // Writes text (a whole line, newline added) above the status line.
+  void line(std::string_view text);
+  // Writes complete lines as they are (each ends with a newline) above the
+  // status line.
+  void raw_lines(std::string_view text);
+  // Replaces the status line (no-op when not interactive).
+  void status(std::string_view text);
+  // Removes the status line.
+  void clear_status();
+
+ private:
+  Console();
+  void erase_locked();
+  void draw_locked();
+  std::mutex mutex_;
+  std::string status_;
+  bool shown_ = false;
+  bool interactive_ = false;
+};
+
+// While alive, redraws the console's status line with render() every 250 ms
+// (only on a terminal; otherwise it starts no thread). Clears it at the end.
+class Progress {
+ public:
+  explicit Progress(std::function<std::string()> render);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+ private:
+  std::function<std::string()> render_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// Takes SIGINT and SIGTERM away from their default action and hands them to
+// on_signal(signal, how_many_so_far) on a dedicated thread (sigwait on a
+// blocked set). Once a signal arrived, on_signal(0, count) is also called
+// every 100 ms, so a stop requested before the work started is not lost. Create it before any other thread, so every
+// thread inherits the blocked mask; child processes must reset their mask (see child_process.hpp). The signals stay
+// blocked after destruction, so one arriving during the final clean-up is ignored instead of killing the process.
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(std::function<void(int signal, int count)> on_signal);
+  ~SignalWatcher();
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+ private:
+  std::function<void(int, int)> on_signal_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+// The conventional name of a signal ("SIGTERM"), else "signal N".
+std::string signal_name(int signal);
+
+}  // namespace babelqueue::cli

@@ -1,0 +1,262 @@
+// work: a Worker that hands each message to a command — any program becomes a
+// BabelQueue consumer.
+#include "child_process.hpp"
+#include "commands.hpp"
+#include "support.hpp"
+
+#include <babelqueue/json.hpp>
+#include <babelqueue/worker.hpp>
+
+#include <algorithm>
+#include <csignal>
+#include <memory>
+#include <mutex>
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace babelqueue::cli {
+
+namespace {
+
+struct WorkArgs {
+  std::string queue;
+  std::vector<std::string> command;
+  std::vector<std::string> urns;
+  std::int64_t max_attempts = 3;
+  bool dead_letter = false;
+  std::string dlq;
+  std::string unknown_urn = "fail";
+  std::size_t concurrency = 1;
+  std::size_t max_messages = 0;
+  double idle_exit = 0;
+  std::int64_t backoff_initial_ms = 1000;
+  std::int64_t backoff_max_ms = 300000;
+  double backoff_multiplier = 2.0;
+  double shutdown_deadline = 30;
+  // Whether the optional ones were given.
+  bool idle_exit_given = false;
+  bool backoff_given = false;
+};
+
+// The variables the command gets on top of the worker's own environment.
+constexpr const char* kMessageVariables[] = {"BQ_URN",      "BQ_TRACE_ID", "BQ_MESSAGE_ID",
+                                             "BQ_ATTEMPTS", "BQ_QUEUE",    "BQ_HEADERS"};
+
+std::vector<std::string> inherited_environment() {
+  std::vector<std::string> out;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    bool ours = false;
+    for (const char* name : kMessageVariables) {
+      const std::string_view n(name);
+      if (text.size() > n.size() && text.substr(0, n.size()) == n && text[n.size()] == '=') ours = true;
+    }
+    if (!ours) out.emplace_back(text);
+  }
+  return out;
+}
+
+// "command exited with status 3: <the last lines of its standard error>".
+std::string describe_failure(const ChildOutcome& outcome) {
+  std::string text = outcome.exited ? "command exited with status " + std::to_string(outcome.exit_status)
+                                    : "command was killed by " + signal_name(outcome.term_signal);
+  std::string_view tail = outcome.stderr_tail;
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r' || tail.back() == ' ')) tail.remove_suffix(1);
+  // The last five lines, at most 1000 bytes.
+  std::size_t start = tail.size();
+  for (int lines = 0; lines < 5 && start > 0; ++lines) {
+    const std::size_t newline = tail.rfind('\n', start - 1);
+    start = newline == std::string_view::npos ? 0 : newline;
+  }
+  tail = tail.substr(start);
+  while (!tail.empty() && tail.front() == '\n') tail.remove_prefix(1);
+  if (tail.size() > 1000) tail = tail.substr(tail.size() - 1000);
+  if (!tail.empty()) text += ": " + std::string(tail);
+  return sanitize_utf8(text);
+}
+
+std::string summary_line(const std::string& queue, const WorkerMetricsSnapshot& m, std::size_t processed,
+                         std::string_view why) {
+  return "babelqueue: work " + queue + " " + std::string(why) + ": processed " + std::to_string(processed) +
+         ", succeeded " + std::to_string(m.succeeded) + ", failed " + std::to_string(m.failed) + ", retried " +
+         std::to_string(m.retried) + ", dead-lettered " + std::to_string(m.dead_lettered) + ", poison " +
+         std::to_string(m.poison) + ", dropped " + std::to_string(m.dropped);
+}
+
+// The out-of-band headers as a JSON object ({} when there are none).
+std::string headers_json(const Headers& headers) {
+  Object object;
+  for (const auto& [name, value] : headers) object.set(sanitize_utf8(name), sanitize_utf8(value));
+  auto text = to_json(Value(std::move(object)));
+  return text ? *text : std::string("{}");
+}
+
+LogSink console_log_sink() {
+  return [](LogLevel level, std::string_view message) {
+    if (level < LogLevel::warning) return;
+    Console::instance().line("babelqueue " + std::string(to_string(level)) + ": " + std::string(message));
+  };
+}
+
+int run_work(const GlobalOptions& global, const WorkArgs& args) {
+  if (!executable_exists(args.command.front())) {
+    fail("work: cannot find the command '" + args.command.front() + "' (not an executable file, nor in PATH)");
+    return kExitUsage;
+  }
+  // A command that exits without reading its input must not kill the worker
+  // (EPIPE instead); commands get the default action back (child_process.cpp).
+  std::signal(SIGPIPE, SIG_IGN);
+  // An ignored SIGCHLD (inherited from whoever started us) would reap the
+  // commands behind our back and hide their exit status.
+  std::signal(SIGCHLD, SIG_DFL);
+
+  // Before any other thread exists, so that every thread inherits the
+  // blocked signals and only the watcher sees them.
+  std::mutex worker_mutex;
+  Worker* running = nullptr;
+  SignalWatcher signals([&](int signal, int count) {
+    if (count == 1 && signal != 0) {
+      Console::instance().line("babelqueue: " + signal_name(signal) +
+                               ": finishing the messages in flight (again to terminate their commands)");
+    } else if (signal != 0) {
+      Console::instance().line("babelqueue: " + signal_name(signal) + ": terminating the running commands");
+      signal_running_children(count == 2 ? SIGTERM : SIGKILL);
+    }
+    std::lock_guard lock(worker_mutex);
+    if (running != nullptr) running->stop();
+  });
+
+  auto transport = open_transport_or_report(global);
+  if (!transport) return kExitFailure;
+
+  WorkerOptions options;
+  options.default_queue = args.queue;
+  options.max_attempts = args.max_attempts;
+  options.unknown_urn = *unknown_urn_strategy_from_string(args.unknown_urn);
+  options.dead_letter = args.dead_letter || !args.dlq.empty();
+  options.dead_letter_queue = args.dlq;
+  options.concurrency = args.concurrency;
+  options.shutdown_deadline = seconds(args.shutdown_deadline);
+  if (args.backoff_given) {
+    BackoffPolicy backoff;
+    backoff.initial = std::chrono::milliseconds(args.backoff_initial_ms);
+    backoff.max = std::chrono::milliseconds(args.backoff_max_ms);
+    backoff.multiplier = args.backoff_multiplier;
+    options.retry_backoff = backoff;
+  }
+  RunLimits limits;
+  limits.max_messages = args.max_messages;
+  if (args.idle_exit_given) {
+    limits.idle_exit = seconds(args.idle_exit);
+    // Look often enough for the idle time to be kept to within a fraction.
+    options.poll_timeout = std::clamp(*limits.idle_exit / 2, std::chrono::milliseconds(50), options.poll_timeout);
+  }
+  options.log = console_log_sink();
+
+  Worker worker(std::move(transport), std::move(options));
+  const std::vector<std::string> base_environment = inherited_environment();
+  auto handler = [&](const Message& message) -> Result<void> {
+    ChildSpec spec;
+    spec.argv = args.command;
+    spec.environment = base_environment;
+    spec.environment.push_back("BQ_URN=" + std::string(message.urn()));
+    spec.environment.push_back("BQ_TRACE_ID=" + std::string(message.trace_id()));
+    spec.environment.push_back("BQ_MESSAGE_ID=" + std::string(message.id()));
+    spec.environment.push_back("BQ_ATTEMPTS=" + std::to_string(message.attempts()));
+    spec.environment.push_back("BQ_QUEUE=" + std::string(message.queue()));
+    spec.environment.push_back("BQ_HEADERS=" + headers_json(message.headers()));
+    spec.input = message.envelope().body();
+    auto outcome = run_child(spec);
+    if (!outcome) return unexpected(outcome.error());
+    if (outcome->succeeded()) return {};
+    return unexpected(Errc::io, describe_failure(*outcome));
+  };
+  if (args.urns.empty()) {
+    worker.handle_any(handler);
+  } else {
+    for (const std::string& urn : args.urns) worker.handle(urn, handler);
+  }
+
+  Progress progress([&] {
+    const WorkerMetricsSnapshot m = worker.metrics().snapshot();
+    return "work " + args.queue + ": " + std::to_string(m.received) + " received, " + std::to_string(m.succeeded) +
+           " succeeded, " + std::to_string(m.failed) + " failed, " + std::to_string(m.retried) + " retried, " +
+           std::to_string(m.dead_lettered) + " dead-lettered";
+  });
+  {
+    std::lock_guard lock(worker_mutex);
+    running = &worker;
+  }
+  auto summary = worker.run({args.queue}, limits);
+  {
+    std::lock_guard lock(worker_mutex);
+    running = nullptr;
+  }
+  const WorkerMetricsSnapshot metrics = worker.metrics().snapshot();
+  if (!summary) {
+    Console::instance().line(summary_line(args.queue, metrics, metrics.received, "failed"));
+    return fail("work " + args.queue + ": the worker stopped: " + summary.error().message());
+  }
+  const std::string_view why = summary->reason == RunSummary::Reason::idle           ? "stopped (idle)"
+                               : summary->reason == RunSummary::Reason::max_messages ? "stopped (max messages)"
+                                                                                     : "stopped";
+  Console::instance().line(summary_line(args.queue, metrics, summary->processed, why));
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global) {
+  auto args = std::make_shared<WorkArgs>();
+  CLI::App* work = app.add_subcommand(
+      "work", "Consume QUEUE, running CMD once per message (the body on its stdin; exit 0 = success)");
+  work->add_option("QUEUE", args->queue, "The queue to consume")->required();
+  work->add_option("CMD", args->command, "The command and its arguments, after --")->required();
+  work->add_option("--urn", args->urns,
+                   "Route only this URN to CMD (repeatable); others follow --unknown-urn. Default: every URN")
+      ->allow_extra_args(false)
+      ->type_name("URN");
+  work->add_option("--max-attempts", args->max_attempts, "Deliveries of a failing message before it is given up")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->type_name("N");
+  work->add_flag("--dead-letter", args->dead_letter, "Send given-up and poison messages to the dead-letter queue");
+  work->add_option("--dlq", args->dlq, "The dead-letter queue (implies --dead-letter; default QUEUE.dlq)")
+      ->type_name("NAME");
+  work->add_option("--unknown-urn", args->unknown_urn, "What happens to a URN not routed by --urn")
+      ->check(CLI::IsMember({"fail", "delete", "release", "dead_letter"}))
+      ->capture_default_str();
+  work->add_option("--concurrency", args->concurrency, "Commands run at once")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->type_name("N");
+  work->add_option("--max-messages", args->max_messages, "Stop after receiving N messages (0 = no limit)")
+      ->type_name("N");
+  CLI::Option* idle =
+      work->add_option("--idle-exit", args->idle_exit, "Stop once nothing arrived for this long and none is in flight")
+          ->check(CLI::NonNegativeNumber)
+          ->type_name("SECONDS");
+  CLI::Option* initial =
+      work->add_option("--backoff-initial", args->backoff_initial_ms, "Delay retries: the first retry's delay")
+          ->check(CLI::NonNegativeNumber)
+          ->type_name("MS");
+  CLI::Option* max = work->add_option("--backoff-max", args->backoff_max_ms, "Delay retries: the longest delay")
+                         ->check(CLI::NonNegativeNumber)
+                         ->type_name("MS");
+  CLI::Option* multiplier =
+      work->add_option("--backoff-multiplier", args->backoff_multiplier, "Delay retries: growth per retry")
+          ->check(CLI::Range(1.0, 1000.0))
+          ->type_name("X");
+  work->add_option("--shutdown-deadline", args->shutdown_deadline,
+                   "On SIGTERM/SIGINT, how long running commands may finish before their messages are released")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->type_name("SECONDS");
+  work->callback([&action, &global, args, idle, initial, max, multiplier] {
+    args->idle_exit_given = idle->count() > 0;
+    args->backoff_given = initial->count() + max->count() + multiplier->count() > 0;
+    action = [&global, args] { return run_work(global, *args); };
+  });
+}
+
+}  // namespace babelqueue::cli
