@@ -11,14 +11,13 @@ set(BQ_WARNING_FLAGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wconv
 function(bq_target_settings target)
   target_compile_features(${target} PUBLIC cxx_std_20)
   target_compile_options(${target} PRIVATE ${BQ_WARNING_FLAGS})
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    # GCC 12 reports -Wrestrict inside libstdc++'s std::string operator+ at
+    # -O2/-O3 for correct code (GCC bug 105329, fixed in GCC 13).
+    target_compile_options(${target} PRIVATE -Wno-restrict)
+  endif()
   if(BABELQUEUE_DEVELOPER_MODE)
     target_compile_options(${target} PRIVATE -Werror)
-    if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
-      # GCC 12 reports -Wrestrict and -Wstringop-overflow inside libstdc++'s
-      # std::string at -O2/-O3 for code that is correct (GCC bugs 105329 and
-      # 105651); keep them as warnings instead of errors.
-      target_compile_options(${target} PRIVATE -Wno-error=restrict -Wno-error=stringop-overflow)
-    endif()
   endif()
   if(BABELQUEUE_SANITIZERS)
     target_compile_options(${target} PRIVATE -fsanitize=${BABELQUEUE_SANITIZERS} -fno-omit-frame-pointer
