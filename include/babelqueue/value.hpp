@@ -127,6 +127,11 @@ class Value {
 
   // Non-throwing access: null when the value is not of that kind.
   const std::string* if_string() const noexcept { return std::get_if<std::string>(&v_); }
+  // The kept text of a number that fits no C++ type.
+  const std::string* if_number_text() const noexcept {
+    const auto* n = std::get_if<NumberText>(&v_);
+    return n != nullptr ? &n->text : nullptr;
+  }
   const Array* if_array() const noexcept { return std::get_if<Array>(&v_); }
   const Object* if_object() const noexcept { return std::get_if<Object>(&v_); }
 

@@ -8,6 +8,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace babelqueue {
@@ -30,53 +31,65 @@ constexpr std::array<char, 256> make_escape_table() {
 }
 constexpr std::array<char, 256> kEscape = make_escape_table();
 
-void append_escaped(std::string& out, std::string_view text) {
+// Bit tricks on 8 bytes at once (exact for the ranges used here):
+// has_zero(x) is non-zero iff a byte of x is 0; has_less(x, n) iff a byte is < n.
+constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
+constexpr std::uint64_t has_zero(std::uint64_t x) noexcept { return (x - kOnes) & ~x & kHighs; }
+constexpr std::uint64_t has_less(std::uint64_t x, std::uint64_t n) noexcept { return (x - kOnes * n) & ~x & kHighs; }
+
+// True when none of the 8 bytes needs attention: no control character, no
+// '"' or '\\' to escape, no non-ASCII byte whose UTF-8 must be validated.
+constexpr bool word_is_plain(std::uint64_t w) noexcept {
+  return (has_less(w, 0x20) | has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\')) | (w & kHighs)) == 0;
+}
+static_assert(word_is_plain(0x6867666564636261ULL));   // "abcdefgh"
+static_assert(!word_is_plain(0x6867666564632261ULL));  // a '"'
+static_assert(!word_is_plain(0x686766656463615cULL));  // a '\'
+static_assert(!word_is_plain(0x686766650a636261ULL));  // a '\n'
+static_assert(!word_is_plain(0x68676665c3a96261ULL));  // non-ASCII
+
+// The recursive writer reports a small status rather than a Result: building
+// an error on every level would cost more than writing the value.
+enum class WriteStatus { ok, invalid_utf8, not_finite };
+
+WriteStatus append_string(std::string& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
-  const char* run = text.data();
-  const char* const end = text.data() + text.size();
-  for (const char* p = run; p != end; ++p) {
-    const char e = kEscape[static_cast<unsigned char>(*p)];
-    if (e == 0) continue;
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  const char* run = p;
+  bool non_ascii = false;
+  out.push_back('"');
+  while (p != end) {
+    if (end - p >= 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p, sizeof w);
+      if (word_is_plain(w)) {
+        p += 8;
+        continue;
+      }
+    }
+    const auto c = static_cast<unsigned char>(*p);
+    const char e = kEscape[c];
+    if (c >= 0x80U) non_ascii = true;
+    if (e == 0) {
+      ++p;
+      continue;
+    }
     out.append(run, static_cast<std::size_t>(p - run));
     if (e == 'u') {
-      const auto c = static_cast<unsigned char>(*p);
       const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4U], kHex[c & 0x0FU]};
       out.append(esc, sizeof esc);
     } else {
       const char esc[2] = {'\\', e};
       out.append(esc, sizeof esc);
     }
-    run = p + 1;
+    run = ++p;
   }
+  if (non_ascii && !simdjson::validate_utf8(text.data(), text.size())) return WriteStatus::invalid_utf8;
   out.append(run, static_cast<std::size_t>(end - run));
-}
-
-Result<void> write_value(std::string& out, const Value& value);
-
-Result<void> write_array(std::string& out, const Array& array) {
-  out.push_back('[');
-  bool first = true;
-  for (const Value& item : array) {
-    if (!first) out.push_back(',');
-    first = false;
-    if (auto r = write_value(out, item); !r) return r;
-  }
-  out.push_back(']');
-  return {};
-}
-
-Result<void> write_object(std::string& out, const Object& object) {
-  out.push_back('{');
-  bool first = true;
-  for (const auto& [key, item] : object) {
-    if (!first) out.push_back(',');
-    first = false;
-    if (auto r = write_json_string(out, key); !r) return r;
-    out.push_back(':');
-    if (auto r = write_value(out, item); !r) return r;
-  }
-  out.push_back('}');
-  return {};
+  out.push_back('"');
+  return WriteStatus::ok;
 }
 
 template <class Int>
@@ -86,50 +99,60 @@ void append_integer(std::string& out, Int value) {
   out.append(buf, static_cast<std::size_t>(ptr - buf));
 }
 
-Result<void> write_value(std::string& out, const Value& value) {
+WriteStatus append_double(std::string& out, double value);
+
+WriteStatus append_value(std::string& out, const Value& value) {
   switch (value.kind()) {
-    case Value::Kind::null: out.append("null"); return {};
-    case Value::Kind::boolean: out.append(value.as_bool() ? "true" : "false"); return {};
-    case Value::Kind::int64: append_integer(out, value.as_int64()); return {};
-    case Value::Kind::uint64: append_integer(out, value.as_uint64()); return {};
-    case Value::Kind::number_text: out.append(value.number_text()); return {};
-    case Value::Kind::floating: return write_json_double(out, value.as_double());
-    case Value::Kind::string: return write_json_string(out, value.as_string());
-    case Value::Kind::array: return write_array(out, value.as_array());
-    case Value::Kind::object: return write_object(out, value.as_object());
+    case Value::Kind::null: out.append("null"); return WriteStatus::ok;
+    case Value::Kind::boolean: out.append(value.as_bool() ? "true" : "false"); return WriteStatus::ok;
+    case Value::Kind::int64: append_integer(out, value.as_int64()); return WriteStatus::ok;
+    case Value::Kind::uint64: append_integer(out, value.as_uint64()); return WriteStatus::ok;
+    case Value::Kind::number_text: out.append(*value.if_number_text()); return WriteStatus::ok;
+    case Value::Kind::floating: return append_double(out, value.as_double());
+    case Value::Kind::string: return append_string(out, *value.if_string());
+    case Value::Kind::array: {
+      out.push_back('[');
+      bool first = true;
+      for (const Value& item : *value.if_array()) {
+        if (!first) out.push_back(',');
+        first = false;
+        if (auto st = append_value(out, item); st != WriteStatus::ok) return st;
+      }
+      out.push_back(']');
+      return WriteStatus::ok;
+    }
+    case Value::Kind::object: {
+      out.push_back('{');
+      bool first = true;
+      for (const auto& [key, item] : *value.if_object()) {
+        if (!first) out.push_back(',');
+        first = false;
+        if (auto st = append_string(out, key); st != WriteStatus::ok) return st;
+        out.push_back(':');
+        if (auto st = append_value(out, item); st != WriteStatus::ok) return st;
+      }
+      out.push_back('}');
+      return WriteStatus::ok;
+    }
   }
-  return unexpected(Errc::internal, "unknown value kind");
+  return WriteStatus::ok;
 }
 
-}  // namespace
-
-namespace {
-// Most strings in envelopes are ASCII; checking that first skips the
-// dispatched UTF-8 validator for them.
-bool is_ascii(std::string_view text) noexcept {
-  unsigned char any = 0;
-  for (const char c : text) any = static_cast<unsigned char>(any | static_cast<unsigned char>(c));
-  return any < 0x80U;
-}
-}  // namespace
-
-Result<void> write_json_string(std::string& out, std::string_view text) {
-  if (!is_ascii(text) && !simdjson::validate_utf8(text.data(), text.size())) {
-    return unexpected(Errc::invalid_utf8, "string is not valid UTF-8");
+Result<void> to_result(WriteStatus status) {
+  switch (status) {
+    case WriteStatus::ok: return {};
+    case WriteStatus::invalid_utf8: return unexpected(Errc::invalid_utf8, "string is not valid UTF-8");
+    case WriteStatus::not_finite:
+      return unexpected(Errc::invalid_argument, "NaN and infinities cannot be written as JSON");
   }
-  out.push_back('"');
-  append_escaped(out, text);
-  out.push_back('"');
   return {};
 }
 
 // Shortest round-trip digits from std::to_chars, laid out as Python's repr():
 // fixed notation when 1e-4 <= |x| < 1e16 (integral values keep ".0"),
 // otherwise d[.ddd]e±XX with at least two exponent digits.
-Result<void> write_json_double(std::string& out, double value) {
-  if (!std::isfinite(value)) {
-    return unexpected(Errc::invalid_argument, "NaN and infinities cannot be written as JSON");
-  }
+WriteStatus append_double(std::string& out, double value) {
+  if (!std::isfinite(value)) return WriteStatus::not_finite;
   char sci[32];
   auto [end, ec] = std::to_chars(sci, sci + sizeof sci, value, std::chars_format::scientific);
   // sci is "[-]d[.ddd]e[+-]XX": split it into sign, digits and exponent.
@@ -167,7 +190,7 @@ Result<void> write_json_double(std::string& out, double value) {
       out.append(static_cast<std::size_t>(-exponent - 1), '0');
       out.append(digits, n);
     }
-    return {};
+    return WriteStatus::ok;
   }
   out.push_back(digits[0]);
   if (n > 1) {
@@ -179,14 +202,25 @@ Result<void> write_json_double(std::string& out, double value) {
   const int magnitude = exponent < 0 ? -exponent : exponent;
   if (magnitude < 10) out.push_back('0');
   append_integer(out, magnitude);
-  return {};
+  return WriteStatus::ok;
 }
 
-Result<void> write_json(std::string& out, const Value& value) { return write_value(out, value); }
+}  // namespace
+
+Result<void> write_json_string(std::string& out, std::string_view text) {
+  const std::size_t before = out.size();
+  const WriteStatus status = append_string(out, text);
+  if (status != WriteStatus::ok) out.resize(before);
+  return to_result(status);
+}
+
+Result<void> write_json_double(std::string& out, double value) { return to_result(append_double(out, value)); }
+
+Result<void> write_json(std::string& out, const Value& value) { return to_result(append_value(out, value)); }
 
 Result<std::string> to_json(const Value& value) {
   std::string out;
-  if (auto r = write_value(out, value); !r) return unexpected(r.error());
+  if (auto st = append_value(out, value); st != WriteStatus::ok) return unexpected(to_result(st).error());
   return out;
 }
 
