@@ -45,13 +45,21 @@ int index_of(const std::array<std::string_view, N>& names, std::string_view key)
   return -1;
 }
 
-// The keys of one object seen so far, to reject duplicates. Envelopes have few
-// keys, so a linear scan over an inline array beats hashing and allocates
-// nothing; unusually wide objects spill into a vector.
+// The keys of one object seen so far, to reject duplicates. Known keys are
+// bits of a mask (most envelopes have nothing else); other keys are compared
+// against each other in an inline array that spills into a vector only for
+// unusually wide objects.
 class KeySet {
  public:
-  // False when key was already present.
-  bool insert(std::string_view key) {
+  // False when the key was already present. known: its index among the known
+  // keys of the object, or -1.
+  bool insert(std::string_view key, int known) {
+    if (known >= 0) {
+      const std::uint32_t bit = 1U << static_cast<unsigned>(known);
+      if ((known_ & bit) != 0) return false;
+      known_ |= bit;
+      return true;
+    }
     for (std::size_t i = 0; i < inline_count_; ++i) {
       if (inline_[i] == key) return false;
     }
@@ -67,7 +75,8 @@ class KeySet {
   }
 
  private:
-  std::array<std::string_view, 16> inline_{};
+  std::uint32_t known_ = 0;
+  std::array<std::string_view, 8> inline_{};
   std::size_t inline_count_ = 0;
   std::vector<std::string_view> spill_;
 };
@@ -213,12 +222,13 @@ class EnvelopeDecoder {
     const char* key_begin = field.key().raw() - 1;
     std::string_view key;
     if (field.unescaped_key().get(key)) return error(Rejection::invalid_json, "malformed key");
-    if (!keys.insert(key))
+    const int known = index_of(kTopNames, key);
+    if (!keys.insert(key, known)) {
       return error(Rejection::duplicate_key, "duplicate key \"" + std::string(key) + "\" in the envelope");
+    }
     Member m;
     od::json_type type{};
     std::string_view token;
-    const int known = index_of(kTopNames, key);
     if (known == static_cast<int>(detail::TopKey::meta)) {
       return meta_field(field, key_begin, m);
     }
@@ -301,13 +311,15 @@ class EnvelopeDecoder {
     const char* key_begin = field.key().raw() - 1;
     std::string_view key;
     if (field.unescaped_key().get(key)) return error(Rejection::invalid_json, "malformed key");
-    if (!keys.insert(key)) return error(Rejection::duplicate_key, "duplicate key \"" + std::string(key) + "\" in meta");
+    const int known = index_of(kMetaNames, key);
+    if (!keys.insert(key, known)) {
+      return error(Rejection::duplicate_key, "duplicate key \"" + std::string(key) + "\" in meta");
+    }
     Member m;
     od::json_type type{};
     std::string_view token;
     if (auto e = member(field, key_begin, 3, m, type, token)) return e;
     if (is_forbidden_meta(key)) return check_then_warn(field, type, token, json_pointer("/meta/", key));
-    const int known = index_of(kMetaNames, key);
     if (known < 0) {
       if (auto e = check_scalar(field, type, token)) return e;
       env_.unknown_meta_.push_back(m);
