@@ -232,7 +232,9 @@ class Worker::Impl {
       metrics_.received += batch->size();
       last_activity = std::chrono::steady_clock::now();
       std::lock_guard lock(mutex_);
-      for (auto& d : *batch) buffer_.push_back(std::move(d));
+      // A flight from the moment it is received: its lease is kept alive
+      // while it waits in the buffer too.
+      for (auto& d : *batch) buffer_.push_back(std::make_shared<Flight>(std::move(d)));
       changed_.notify_all();
     }
     summary.reason = RunSummary::Reason::stopped;
@@ -258,12 +260,12 @@ class Worker::Impl {
   // run then lets in-flight handlers finish, abandoning (releasing) those
   // still running at the shutdown deadline.
   void shutdown(std::vector<std::thread>& threads) {
-    std::deque<Delivery> unstarted;
+    std::deque<std::shared_ptr<Flight>> unstarted;
     {
       std::lock_guard lock(mutex_);
       if (stop_requested_.load()) unstarted.swap(buffer_);
     }
-    for (const Delivery& d : unstarted) release(d, {}, "the worker is stopping");
+    for (const auto& f : unstarted) release(f->delivery, {}, "the worker is stopping");
     {
       std::unique_lock lock(mutex_);
       // Without a stop (idle, max messages) buffered messages are finished too.
@@ -278,7 +280,7 @@ class Worker::Impl {
       }
       changed_.notify_all();
     }
-    for (const Delivery& d : unstarted) release(d, {}, "the worker is stopping");
+    for (const auto& f : unstarted) release(f->delivery, {}, "the worker is stopping");
     for (const auto& flight : abandoned_) {
       log(LogLevel::error, concat({"a handler outlived the shutdown deadline; its message ", flight->delivery.queue,
                                    " is released and will be delivered again"}));
@@ -295,7 +297,7 @@ class Worker::Impl {
         std::unique_lock lock(mutex_);
         changed_.wait(lock, [&] { return shutting_down_ || !buffer_.empty(); });
         if (buffer_.empty()) return;  // shutting down
-        flight = std::make_shared<Flight>(std::move(buffer_.front()));
+        flight = std::move(buffer_.front());
         buffer_.pop_front();
         flights_.push_back(flight);
         changed_.notify_all();  // room in the buffer
@@ -318,12 +320,16 @@ class Worker::Impl {
       if (shutting_down_) return;
       const auto now = std::chrono::steady_clock::now();
       std::vector<std::shared_ptr<Flight>> due;
-      for (const auto& f : flights_) {
-        if (f->state.load() == Flight::running && now - f->lease_renewed >= period) {
-          f->lease_renewed = now;
-          due.push_back(f);
+      auto collect = [&](const auto& flights) {
+        for (const auto& f : flights) {
+          if (f->state.load() == Flight::running && now - f->lease_renewed >= period) {
+            f->lease_renewed = now;
+            due.push_back(f);
+          }
         }
-      }
+      };
+      collect(buffer_);
+      collect(flights_);
       lock.unlock();
       for (const auto& f : due) {
         if (auto r = transport_.extend(f->delivery, extension); !r) {
@@ -585,7 +591,7 @@ class Worker::Impl {
   std::atomic<bool> no_delay_warned_{false};
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<Delivery> buffer_;                 // received, not started
+  std::deque<std::shared_ptr<Flight>> buffer_;  // received, not started
   std::list<std::shared_ptr<Flight>> flights_;  // being handled
   std::vector<std::shared_ptr<Flight>> abandoned_;
   bool shutting_down_ = false;
