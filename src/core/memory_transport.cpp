@@ -71,6 +71,16 @@ class MemoryBroker {
     return it == queues_.end() ? nullptr : &it->second;
   }
 
+  // The reservation a delivery holds, or null when it is stale (settled,
+  // expired and taken again, or of another broker). Call with mutex held.
+  std::pair<MemoryQueue*, std::map<std::uint64_t, Reservation>::iterator> find_reservation(const Delivery& delivery) {
+    MemoryQueue* source = find_queue(delivery.queue);
+    if (source == nullptr) return {nullptr, {}};
+    const auto it = source->reserved.find(delivery.token.id);
+    if (it == source->reserved.end()) return {nullptr, {}};
+    return {source, it};
+  }
+
   // Moves what is due — delayed messages and expired reservations — to the
   // tail of the ready list, in the order they became due.
   static void promote_due(MemoryQueue& queue, Clock::time_point now) {
@@ -214,10 +224,8 @@ Result<void> MemoryTransport::release(const Delivery& delivery, std::chrono::mil
   if (closed_) return closed_error();
   {
     const std::lock_guard lock(broker_->mutex);
-    MemoryQueue* source = broker_->find_queue(delivery.queue);
+    const auto [source, it] = broker_->find_reservation(delivery);
     if (source == nullptr) return stale_token(delivery);
-    const auto it = source->reserved.find(delivery.token.id);
-    if (it == source->reserved.end()) return stale_token(delivery);
     StoredMessage message = std::move(it->second.message);
     source->reserved.erase(it);
     if (delay.count() > 0) {
@@ -235,10 +243,8 @@ Result<void> MemoryTransport::extend(const Delivery& delivery, std::chrono::mill
   if (closed_) return closed_error();
   {
     const std::lock_guard lock(broker_->mutex);
-    MemoryQueue* source = broker_->find_queue(delivery.queue);
+    const auto [source, it] = broker_->find_reservation(delivery);
     if (source == nullptr) return stale_token(delivery);
-    const auto it = source->reserved.find(delivery.token.id);
-    if (it == source->reserved.end()) return stale_token(delivery);
     // A reservation that never expires needs no extension.
     if (it->second.expires != Clock::time_point::max()) it->second.expires = Clock::now() + lease;
   }

@@ -4,16 +4,8 @@
 # and exit codes (0 ok, 1 failure, 2 usage).
 set -u
 bq="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"  # absolute: some checks cd
-passed=0
-failed=0
-check() {  # check NAME EXPECTED ACTUAL
-  if [[ "$2" == "$3" ]]; then passed=$((passed + 1)); else
-    failed=$((failed + 1)); printf 'FAIL %s\n  expected: %s\n  actual:   %s\n' "$1" "$2" "$3"; fi
-}
-contains() {  # contains NAME NEEDLE HAYSTACK
-  if [[ "$3" == *"$2"* ]]; then passed=$((passed + 1)); else
-    failed=$((failed + 1)); printf 'FAIL %s\n  expected to contain: %s\n  actual: %s\n' "$1" "$2" "$3"; fi
-}
+# shellcheck source=../support/check.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/check.sh"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -176,5 +168,4 @@ check "unknown command" 2 $?
 check "publish --help" 0 $?
 check "help lists the commands" 7 "$("$bq" --help | grep -cE '^  (publish|send|drain|stats|redrive|work|bench) ')"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

@@ -4,16 +4,8 @@
 # environment, --idle-exit, --max-messages, SIGTERM, and usage errors.
 set -u
 bq="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-passed=0
-failed=0
-check() {  # check NAME EXPECTED ACTUAL
-  if [[ "$2" == "$3" ]]; then passed=$((passed + 1)); else
-    failed=$((failed + 1)); printf 'FAIL %s\n  expected: %s\n  actual:   %s\n' "$1" "$2" "$3"; fi
-}
-contains() {  # contains NAME NEEDLE HAYSTACK
-  if [[ "$3" == *"$2"* ]]; then passed=$((passed + 1)); else
-    failed=$((failed + 1)); printf 'FAIL %s\n  expected to contain: %s\n  actual: %s\n' "$1" "$2" "$3"; fi
-}
+# shellcheck source=../support/check.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/check.sh"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -214,5 +206,4 @@ contains "unopenable URL: message" "cannot open sqlite:///nonexistent-dir/x.db" 
 "$bq" work q --idle-exit 0.2 --url "$BABELQUEUE_URL" -- true 2>/dev/null
 check "--url after the command" 0 $?
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

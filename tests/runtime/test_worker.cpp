@@ -611,15 +611,26 @@ TEST_P(WorkerTest, RedriveMovesDeadLettersBackAndRestoresTheRest) {
 
 // ---- crash safety on a transport with leases (SQLite) --------------------------------
 
+// Two transports on one SQLite file (visibility timeout 1 s): the worker's
+// and another process's.
+struct TwoConsumers {
+  TwoConsumers() {
+    bq::sqlite::register_transport();
+    const std::string url = temp_sqlite_url();
+    other = bq::open_transport(url).value();
+    bq::WorkerOptions o;
+    o.default_queue = "orders";
+    o.poll_timeout = 100ms;
+    worker = std::make_unique<bq::Worker>(bq::open_transport(url).value(), o);
+  }
+  std::unique_ptr<bq::Transport> other;
+  std::unique_ptr<bq::Worker> worker;
+};
+
 TEST(WorkerOnSqlite, AMessageOfACrashedConsumerComesBackWithItsDeliveryCounted) {
-  bq::sqlite::register_transport();
-  const std::string url = temp_sqlite_url();  // visibility timeout 1 s
-  auto crashed = bq::open_transport(url).value();
-  auto transport = bq::open_transport(url).value();
-  bq::WorkerOptions o;
-  o.default_queue = "orders";
-  o.poll_timeout = 100ms;
-  bq::Worker worker(*transport, o);
+  TwoConsumers setup;
+  auto& crashed = setup.other;
+  bq::Worker& worker = *setup.worker;
   std::vector<std::int64_t> attempts;
   worker.handle("urn:a", [&](const bq::Message& m) { attempts.push_back(m.attempts()); });
   ASSERT_TRUE(worker.publish("urn:a", {}));
@@ -633,14 +644,9 @@ TEST(WorkerOnSqlite, AMessageOfACrashedConsumerComesBackWithItsDeliveryCounted) 
 }
 
 TEST(WorkerOnSqlite, ALongHandlerKeepsItsMessageReserved) {
-  bq::sqlite::register_transport();
-  const std::string url = temp_sqlite_url();  // visibility timeout 1 s
-  auto transport = bq::open_transport(url).value();
-  auto other = bq::open_transport(url).value();
-  bq::WorkerOptions o;
-  o.default_queue = "orders";
-  o.poll_timeout = 100ms;
-  bq::Worker worker(*transport, o);
+  TwoConsumers setup;
+  auto& other = setup.other;
+  bq::Worker& worker = *setup.worker;
   std::atomic<bool> started{false};
   worker.handle("urn:slow", [&](const bq::Message&) {
     started = true;

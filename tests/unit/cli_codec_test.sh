@@ -4,12 +4,8 @@
 set -u
 bq="$1"
 suite="$2"
-passed=0
-failed=0
-check() {  # check NAME EXPECTED ACTUAL
-  if [[ "$2" == "$3" ]]; then passed=$((passed + 1)); else
-    failed=$((failed + 1)); printf 'FAIL %s\n  expected: %s\n  actual:   %s\n' "$1" "$2" "$3"; fi
-}
+# shellcheck source=../support/check.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/check.sh"
 
 out=$("$bq" codec encode urn:babel:orders:created '{"order_id":1042,"f":1.0,"g":1e16,"s":"<\u00e9>"}' --queue orders)
 check "encode exit" 0 $?
@@ -48,5 +44,4 @@ check "unknown command" 2 $?
 "$bq" --help >/dev/null 2>&1
 check "help" 0 $?
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish
