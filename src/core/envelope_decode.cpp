@@ -37,6 +37,17 @@ std::string json_pointer(std::string_view parent, std::string_view key) {
   return pointer;
 }
 
+// The index of a raw (still escaped) key among names, or -1. Comparing the
+// raw bytes spares unescaping the key, which is all a canonical body needs;
+// a key spelled with escapes falls back to the unescaped comparison.
+template <std::size_t N>
+int raw_index_of(const std::array<std::string_view, N>& names, od::raw_json_string raw) noexcept {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (raw.unsafe_is_equal(names[i])) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 template <std::size_t N>
 int index_of(const std::array<std::string_view, N>& names, std::string_view key) noexcept {
   for (std::size_t i = 0; i < N; ++i) {
@@ -219,10 +230,16 @@ class EnvelopeDecoder {
 
   std::optional<DecodeError> top_field(od::field& field, KeySet& keys) {
     // The raw key must be taken before unescaped_key(), which consumes it.
-    const char* key_begin = field.key().raw() - 1;
+    const od::raw_json_string raw = field.key();
+    const char* key_begin = raw.raw() - 1;
+    int known = raw_index_of(kTopNames, raw);
     std::string_view key;
-    if (field.unescaped_key().get(key)) return error(Rejection::invalid_json, "malformed key");
-    const int known = index_of(kTopNames, key);
+    if (known >= 0) {
+      key = kTopNames[static_cast<std::size_t>(known)];
+    } else {
+      if (field.unescaped_key().get(key)) return error(Rejection::invalid_json, "malformed key");
+      known = index_of(kTopNames, key);
+    }
     if (!keys.insert(key, known)) {
       return error(Rejection::duplicate_key, "duplicate key \"" + std::string(key) + "\" in the envelope");
     }
@@ -308,10 +325,16 @@ class EnvelopeDecoder {
   }
 
   std::optional<DecodeError> meta_member(od::field& field, KeySet& keys) {
-    const char* key_begin = field.key().raw() - 1;
+    const od::raw_json_string raw = field.key();
+    const char* key_begin = raw.raw() - 1;
+    int known = raw_index_of(kMetaNames, raw);
     std::string_view key;
-    if (field.unescaped_key().get(key)) return error(Rejection::invalid_json, "malformed key");
-    const int known = index_of(kMetaNames, key);
+    if (known >= 0) {
+      key = kMetaNames[static_cast<std::size_t>(known)];
+    } else {
+      if (field.unescaped_key().get(key)) return error(Rejection::invalid_json, "malformed key");
+      known = index_of(kMetaNames, key);
+    }
     if (!keys.insert(key, known)) {
       return error(Rejection::duplicate_key, "duplicate key \"" + std::string(key) + "\" in meta");
     }
