@@ -95,7 +95,9 @@ struct WorkerOptions {
   std::chrono::milliseconds poll_timeout{std::chrono::seconds(1)};
   // Handler threads.
   std::size_t concurrency = 1;
-  // Messages received ahead of the handlers (0 = as many as concurrency).
+  // Messages received ahead of the handlers; they stay reserved (their
+  // leases kept) until a handler takes them. 0 = max(concurrency, 16), so one
+  // receive fetches a batch.
   std::size_t prefetch = 0;
   // Off by default: retries are republished at once, as in the family. On:
   // retries are delayed with the transport's native delay.

@@ -105,12 +105,17 @@ std::string concat(std::initializer_list<std::string_view> parts) {
 
 }  // namespace
 
+// Messages received ahead of the handlers when WorkerOptions::prefetch is 0:
+// enough for one receive to fetch a batch (one round trip or one transaction
+// for several messages), few enough that a crashed worker holds little.
+constexpr std::size_t kDefaultPrefetch = 16;
+
 class Worker::Impl {
  public:
   Impl(Transport& transport, std::unique_ptr<Transport> owned, WorkerOptions options)
       : owned_(std::move(owned)), transport_(transport), options_(std::move(options)) {
     if (options_.concurrency == 0) options_.concurrency = 1;
-    if (options_.prefetch == 0) options_.prefetch = options_.concurrency;
+    if (options_.prefetch == 0) options_.prefetch = std::max<std::size_t>(options_.concurrency, kDefaultPrefetch);
     if (!options_.log) options_.log = [](LogLevel, std::string_view) {};
     caps_ = transport_.capabilities();
   }
