@@ -134,7 +134,7 @@ class SqliteTransport::State {
   explicit State(Options opts) : options(std::move(opts)) {}
 
   const Options options;
-  std::timed_mutex db_mutex;
+  std::mutex db_mutex;
   Database db;            // declared before the statements: they are finalized first
   Statements statements;  // guarded by db_mutex
   std::atomic<bool> closed{false};
@@ -531,8 +531,15 @@ void SqliteTransport::close(milliseconds deadline) {
   }
   // Waits for an operation in progress; past the deadline the connection is
   // left to the destructor (which the caller must not race).
+  // A try_lock loop rather than std::timed_mutex: GCC 12's ThreadSanitizer
+  // does not see timed locks (pthread_mutex_clocklock) and reports their
+  // unlock as wrong, which would hide real reports.
+  const auto until = std::chrono::steady_clock::now() + std::max(deadline, milliseconds(0));
   std::unique_lock lock(state_->db_mutex, std::defer_lock);
-  if (!lock.try_lock_for(std::max(deadline, milliseconds(0)))) return;
+  while (!lock.try_lock()) {
+    if (std::chrono::steady_clock::now() >= until) return;
+    std::this_thread::sleep_for(milliseconds(1));
+  }
   state_->statements = State::Statements{};
   state_->db.close();
 }
