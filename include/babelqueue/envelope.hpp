@@ -161,8 +161,9 @@ class Envelope {
   std::string_view slice(Span s) const noexcept { return {buffer_.data() + s.offset, s.size}; }
   std::string_view text(const detail::Text& t) const noexcept;
   enum class BlockMode { keep, replace, remove };
-  void write_canonical(std::string& out, std::int64_t attempts, BlockMode mode, const DeadLetter* block) const;
-  Result<std::string> splice_dead_letter(const DeadLetter& block) const;
+  // block_json: the dead_letter block's JSON, written with BlockMode::replace.
+  void write_canonical(std::string& out, std::int64_t attempts, BlockMode mode, std::string_view block_json) const;
+  std::string splice_dead_letter(std::string_view block_json) const;
   Result<void> require_accepted() const;
 
   std::string buffer_;  // the body, with spare capacity for the parser's padding

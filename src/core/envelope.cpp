@@ -46,9 +46,6 @@ void append_int(std::string& out, std::int64_t value) {
   out.append(buf, static_cast<std::size_t>(ptr - buf));
 }
 
-constexpr std::string_view kTopKeys[] = {"job", "urn", "trace_id", "data", "meta", "attempts", "dead_letter"};
-constexpr std::string_view kMetaKeys[] = {"id", "queue", "lang", "schema_version", "created_at"};
-
 }  // namespace
 
 // ---- make -------------------------------------------------------------------
@@ -234,7 +231,8 @@ Acceptance accepts(const Envelope& e) noexcept {
 
 // ---- re-emitting ------------------------------------------------------------------
 
-void Envelope::write_canonical(std::string& out, std::int64_t attempts, BlockMode mode, const DeadLetter* block) const {
+void Envelope::write_canonical(std::string& out, std::int64_t attempts, BlockMode mode,
+                               std::string_view block_json) const {
   bool first = true;
   auto key = [&](std::string_view name) {
     out.append(first ? "{\"" : ",\"");
@@ -244,7 +242,7 @@ void Envelope::write_canonical(std::string& out, std::int64_t attempts, BlockMod
   };
   for (Top t : {Top::job, Top::urn, Top::trace_id, Top::data}) {
     if (const auto& m = top_[static_cast<std::size_t>(t)]) {
-      key(kTopKeys[static_cast<std::size_t>(t)]);
+      key(detail::kTopKeyNames[static_cast<std::size_t>(t)]);
       append_compact(out, slice(m->value));
     }
   }
@@ -261,7 +259,7 @@ void Envelope::write_canonical(std::string& out, std::int64_t attempts, BlockMod
       out.push_back(meta_first ? '{' : ',');
       meta_first = false;
       out.push_back('"');
-      out.append(kMetaKeys[i]);
+      out.append(detail::kMetaKeyNames[i]);
       out.append("\":");
       append_compact(out, slice(meta_[i]->value));
     }
@@ -275,7 +273,7 @@ void Envelope::write_canonical(std::string& out, std::int64_t attempts, BlockMod
   append_int(out, attempts);
   if (mode == BlockMode::replace) {
     key("dead_letter");
-    write_dead_letter(out, *block).value();
+    out.append(block_json);
   } else if (const auto& m = top_[static_cast<std::size_t>(Top::dead_letter)]; m && mode == BlockMode::keep) {
     key("dead_letter");
     append_compact(out, slice(m->value));
@@ -301,7 +299,7 @@ Result<std::string> Envelope::encode_with_attempts(std::int64_t attempts) const 
   if (attempts < 0) return unexpected(Errc::invalid_argument, "attempts must be >= 0");
   std::string out;
   out.reserve(body_size_ + 8);
-  write_canonical(out, attempts, BlockMode::keep, nullptr);
+  write_canonical(out, attempts, BlockMode::keep, {});
   return out;
 }
 
@@ -309,27 +307,26 @@ Result<std::string> Envelope::encode_redriven() const {
   if (auto ok = require_accepted(); !ok) return unexpected(ok.error());
   std::string out;
   out.reserve(body_size_);
-  write_canonical(out, 0, BlockMode::remove, nullptr);
+  write_canonical(out, 0, BlockMode::remove, {});
   return out;
 }
 
 Result<std::string> Envelope::encode_dead_letter(const DeadLetter& block) const {
-  // Validate the block first so that a bad error text is reported, not thrown.
+  // Written once, first: a block that cannot be encoded (invalid UTF-8 in its
+  // error text) is reported, not thrown.
   std::string block_json;
   if (auto r = write_dead_letter(block_json, block); !r) return unexpected(r.error());
-  if (rejection_) return splice_dead_letter(block);
+  if (rejection_) return splice_dead_letter(block_json);
   std::string out;
   out.reserve(body_size_ + block_json.size() + 24);
-  write_canonical(out, attempts_, BlockMode::replace, &block);
+  write_canonical(out, attempts_, BlockMode::replace, block_json);
   return out;
 }
 
 // A rejected envelope keeps every byte: the block replaces an earlier block's
 // value in place, or is inserted before the closing brace.
-Result<std::string> Envelope::splice_dead_letter(const DeadLetter& block) const {
+std::string Envelope::splice_dead_letter(std::string_view block_json) const {
   const std::string_view b = body();
-  std::string block_json;
-  if (auto r = write_dead_letter(block_json, block); !r) return unexpected(r.error());
   std::string out;
   out.reserve(b.size() + block_json.size() + 16);
   if (const auto& m = top_[static_cast<std::size_t>(Top::dead_letter)]) {

@@ -19,10 +19,8 @@ namespace {
 
 namespace od = detail::od;
 
-constexpr std::array<std::string_view, static_cast<std::size_t>(detail::TopKey::count)> kTopNames{
-    "job", "urn", "trace_id", "data", "meta", "attempts", "dead_letter"};
-constexpr std::array<std::string_view, static_cast<std::size_t>(detail::MetaKey::count)> kMetaNames{
-    "id", "queue", "lang", "schema_version", "created_at"};
+using detail::kMetaKeyNames;
+using detail::kTopKeyNames;
 
 bool is_forbidden_top(std::string_view key) noexcept { return key == "timestamp"; }
 bool is_forbidden_meta(std::string_view key) noexcept {
@@ -232,13 +230,13 @@ class EnvelopeDecoder {
     // The raw key must be taken before unescaped_key(), which consumes it.
     const od::raw_json_string raw = field.key();
     const char* key_begin = raw.raw() - 1;
-    int known = raw_index_of(kTopNames, raw);
+    int known = raw_index_of(kTopKeyNames, raw);
     std::string_view key;
     if (known >= 0) {
-      key = kTopNames[static_cast<std::size_t>(known)];
+      key = kTopKeyNames[static_cast<std::size_t>(known)];
     } else {
       if (field.unescaped_key().get(key)) return error(Rejection::invalid_json, "malformed key");
-      known = index_of(kTopNames, key);
+      known = index_of(kTopKeyNames, key);
     }
     if (!keys.insert(key, known)) {
       return error(Rejection::duplicate_key, "duplicate key \"" + std::string(key) + "\" in the envelope");
@@ -327,13 +325,13 @@ class EnvelopeDecoder {
   std::optional<DecodeError> meta_member(od::field& field, KeySet& keys) {
     const od::raw_json_string raw = field.key();
     const char* key_begin = raw.raw() - 1;
-    int known = raw_index_of(kMetaNames, raw);
+    int known = raw_index_of(kMetaKeyNames, raw);
     std::string_view key;
     if (known >= 0) {
-      key = kMetaNames[static_cast<std::size_t>(known)];
+      key = kMetaKeyNames[static_cast<std::size_t>(known)];
     } else {
       if (field.unescaped_key().get(key)) return error(Rejection::invalid_json, "malformed key");
-      known = index_of(kMetaNames, key);
+      known = index_of(kMetaKeyNames, key);
     }
     if (!keys.insert(key, known)) {
       return error(Rejection::duplicate_key, "duplicate key \"" + std::string(key) + "\" in meta");

@@ -2,7 +2,9 @@
 // copy of the body. Not part of the stable API.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string_view>
 
 namespace babelqueue::detail {
 
@@ -21,6 +23,12 @@ struct Member {
 enum class TopKey : std::uint8_t { job, urn, trace_id, data, meta, attempts, dead_letter, count };
 // Known meta keys, in canonical order.
 enum class MetaKey : std::uint8_t { id, queue, lang, schema_version, created_at, count };
+
+// Their names, indexed by the enums above.
+inline constexpr std::array<std::string_view, static_cast<std::size_t>(TopKey::count)> kTopKeyNames{
+    "job", "urn", "trace_id", "data", "meta", "attempts", "dead_letter"};
+inline constexpr std::array<std::string_view, static_cast<std::size_t>(MetaKey::count)> kMetaKeyNames{
+    "id", "queue", "lang", "schema_version", "created_at"};
 
 // A string field's unescaped text: a span of the body, or of the side buffer
 // when the token held escapes.
