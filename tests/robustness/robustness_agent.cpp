@@ -23,9 +23,10 @@
 // closed or the error is not retriable.
 //
 // Each process ends by printing one JSON line of counters on stdout.
+#include "builtin.hpp"
+
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/message.hpp>
-#include <babelqueue/sqlite_transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url.hpp>
 #include <babelqueue/worker.hpp>
@@ -69,7 +70,6 @@ bq::Worker* current_worker = nullptr;
 
 // Brokers the harness can reach by URL. A transport library added to the
 // build registers its schemes here (and is linked in CMakeLists.txt).
-void register_transports() { bq::sqlite::register_transport(); }
 
 std::string shown_url(const std::string& url) {
   auto parsed = bq::Url::parse(url);
@@ -187,7 +187,7 @@ int produce(const std::vector<std::string>& args) {
     if (args[i] == "--tag") tag = args[i + 1];
     if (args[i] == "--rate") rate = std::atof(args[i + 1].c_str());
   }
-  register_transports();
+  bq::builtin::register_transports();
   const int fd = open_append(outfile);
   std::unique_ptr<bq::Transport> transport = open_with_retry(url);
   if (!transport) return 1;
@@ -273,7 +273,7 @@ int consume(const std::vector<std::string>& args, sigset_t stop_signals) {
     if (args[i] == "--idle-exit") idle_exit = std::atof(args[i + 1].c_str());
     if (args[i] == "--work-ms") work = std::chrono::milliseconds(std::max(0L, std::atol(args[i + 1].c_str())));
   }
-  register_transports();
+  bq::builtin::register_transports();
   const int fd = open_append(outfile);
   const auto start = Clock::now();
   bq::WorkerMetricsSnapshot total;
@@ -358,7 +358,7 @@ int consume(const std::vector<std::string>& args, sigset_t stop_signals) {
 
 int stats(const std::vector<std::string>& args) {
   if (args.size() < 2) return 2;
-  register_transports();
+  bq::builtin::register_transports();
   auto opened = bq::open_transport(args[0]);
   if (!opened) {
     log_line("opening " + shown_url(args[0]) + " failed: " + opened.error().message());

@@ -39,10 +39,6 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
 // Registers `bench QUEUE [options]`.
 void add_bench_command(CLI::App& app, Action& action, const GlobalOptions& global);
 
-// Makes every transport this program was built with openable by URL
-// (transports.cpp: the one place that lists them).
-void register_transports();
-
 // All of standard input. One trailing line break (LF or CRLF) is dropped, so
 // `echo '{...}' | babelqueue codec decode` reads exactly the JSON text.
 std::string read_stdin();

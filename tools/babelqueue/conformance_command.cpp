@@ -1,3 +1,4 @@
+#include "builtin.hpp"
 #include "commands.hpp"
 #include "conformance.hpp"
 
@@ -20,7 +21,7 @@ void add_conformance_command(CLI::App& app, Action& action, const GlobalOptions&
   command->callback([&action, &global, args, url] {
     action = [&global, args, url] {
       conformance::Runner runner;
-      conformance::add_core_sections(runner);
+      builtin::add_conformance_sections(runner);
       conformance::Options options;
       // Its own --url, else the global one when given on the command line
       // (never $BABELQUEUE_URL: the live checks run only when asked for).

@@ -1,4 +1,5 @@
 // babelqueue: publish, consume and inspect BabelQueue messages from a shell.
+#include "builtin.hpp"
 #include "commands.hpp"
 
 #include <babelqueue/error.hpp>
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
                                     std::string("The broker URL (default: $") + kUrlEnvironmentVariable + ", else " +
                                         kDefaultUrl + ")")
                          ->type_name("URL");
-  register_transports();
+  babelqueue::builtin::register_transports();
   Action action;
   add_codec_commands(app, action);
   add_conformance_command(app, action, global);
