@@ -205,7 +205,10 @@ class Worker::Impl {
       std::size_t room = 0;
       {
         std::unique_lock lock(mutex_);
-        changed_.wait(lock, [&] { return stop_requested_.load() || buffer_.size() < options_.prefetch; });
+        // Refill when the buffer is half empty, not at every free slot: one
+        // receive then fetches a batch (a round trip and, on Redis or SQS, a
+        // server-side call per batch instead of per message).
+        changed_.wait(lock, [&] { return stop_requested_.load() || buffer_.size() <= options_.prefetch / 2; });
         if (stop_requested_.load()) break;
         room = options_.prefetch - buffer_.size();
       }
