@@ -1,0 +1,128 @@
+// RedisTransport: the Redis binding (library babelqueue::redis), shared with
+// the Go and Python SDKs on the same queues.
+//
+// URL: redis://[user:password@]host[:port][/db][?options]    plain TCP (port 6379)
+//      rediss://[user:password@]host[:port][/db][?options]   TLS, certificate verified
+// Options (unknown ones are errors, so a misspelt one is never ignored):
+//   visibility_timeout=SECONDS  lease of a received message (default 30)
+//   connect_timeout=SECONDS     TCP connect + TLS handshake + AUTH (default 5)
+//   command_timeout=SECONDS     wait for a reply, on top of a blocking wait (default 5)
+//   max_connections=N           connection pool size (default 16)
+//   processing_suffix=TEXT      the Go/Python reservation list suffix (default :processing)
+//   reconnect_backoff_max=SECONDS  longest pause between reconnect attempts (default 2)
+//   tls_ca=PATH tls_cert=PATH tls_key=PATH tls_server_name=NAME tls_verify=true|false
+//
+// Wire binding (docs/transports/redis.md explains why it is safe):
+//   - A queue is the Redis list named exactly as the queue. publish() RPUSHes
+//     the envelope bytes unchanged; with out-of-band headers it RPUSHes the
+//     transport frame {"__bq_frame":1,"headers":{...},"body":"<envelope>"}
+//     that the Go and Python SDKs read and write.
+//   - A received message leaves the list and is held in the sorted set
+//     <queue>:bq:leases as the member "<32-hex token>:<element bytes>" scored
+//     with its lease deadline (server time, ms). Each reservation has its own
+//     token, so identical elements stay distinct. ack removes the member;
+//     release and an expired lease push the element back to the list; extend
+//     moves the deadline. Every step is one atomic Redis command or script.
+//   - The Go and Python SDKs park their reservations in <queue>:processing
+//     (processing_suffix): this transport never moves anything out of it.
+//   - A delayed publish or release waits in the sorted set <queue>:bq:delayed
+//     until a receive's script moves it to the list when due.
+//
+// Thread-safety: all methods are thread-safe. Operations borrow a connection
+// from a bounded pool (a blocking receive holds one for its wait); connections
+// broken by a server restart are replaced with back-off on later calls.
+#pragma once
+
+#include <babelqueue/result.hpp>
+#include <babelqueue/transport.hpp>
+#include <babelqueue/url.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace babelqueue {
+
+class RedisTransport final : public Transport {
+ public:
+  struct TlsOptions {
+    bool enabled = false;     // rediss://
+    std::string ca_file;      // PEM CA bundle; empty = the system's trusted CAs
+    std::string cert_file;    // client certificate (PEM), for servers that ask for one
+    std::string key_file;     // its private key (PEM)
+    std::string server_name;  // name checked against the certificate; empty = host
+    bool verify = true;       // false disables certificate verification (tests only)
+  };
+
+  struct Options {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 6379;
+    std::string user;  // ACL user; empty = "default"
+    std::string password;
+    int database = 0;
+    TlsOptions tls;
+    // A received message not settled (or extended) within this time goes back
+    // to its queue, for this or any other worker. Must be positive.
+    std::chrono::milliseconds visibility_timeout{std::chrono::seconds(30)};
+    std::chrono::milliseconds connect_timeout{std::chrono::seconds(5)};
+    // How long a reply may take; a blocking wait adds its own length, so a
+    // socket read never times out before the server's wait ends.
+    std::chrono::milliseconds command_timeout{std::chrono::seconds(5)};
+    std::size_t max_connections = 16;
+    // The list where Go and Python workers keep their reservations:
+    // <queue> + processing_suffix. Never touched by this transport's recovery;
+    // counted as reserved by stats().
+    std::string processing_suffix = ":processing";
+    // Pause before reconnecting after a failed connect, doubled per failure
+    // up to the maximum.
+    std::chrono::milliseconds reconnect_backoff{100};
+    std::chrono::milliseconds reconnect_backoff_max{std::chrono::seconds(2)};
+  };
+
+  // Connects (TCP, TLS, AUTH, SELECT) once to report bad settings at once.
+  // Errors: Errc::auth for refused credentials or a certificate that does not
+  // verify, Errc::connection when the server cannot be reached,
+  // Errc::invalid_argument for bad options or unreadable TLS files.
+  static Result<std::unique_ptr<RedisTransport>> open(Options options);
+
+  // Options from a redis:// or rediss:// URL (see the top of this file).
+  static Result<Options> options_from_url(const Url& url);
+
+  ~RedisTransport() override;
+
+  const Options& options() const noexcept;
+
+  Capabilities capabilities() const override;
+  Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override;
+  // One pipelined round trip. Redis runs each command on its own: on a
+  // failure the message says which message failed and how many were
+  // published before it.
+  Result<void> publish_batch(std::span<const OutgoingMessage> messages) override;
+  Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
+                                        std::chrono::milliseconds wait) override;
+  Result<void> ack(const Delivery& delivery) override;
+  Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
+  Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override;
+  // ready: LLEN of the list; reserved: this SDK's leases plus the Go/Python
+  // processing list; delayed: messages waiting for their due time.
+  Result<QueueStats> stats(std::string_view queue) override;
+  // Interrupts blocked receive() calls (they answer Errc::closed) and closes
+  // every connection. Leased messages come back after their lease.
+  void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
+
+ private:
+  class State;
+  explicit RedisTransport(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+namespace redis {
+
+// Registers redis:// and rediss:// with open_transport(). Call it once, from
+// any thread; calling it again is harmless.
+void register_transport();
+
+}  // namespace redis
+}  // namespace babelqueue
