@@ -1,4 +1,5 @@
 #include <babelqueue/redrive.hpp>
+#include <babelqueue/uuid.hpp>
 
 #include <deque>
 
@@ -73,6 +74,10 @@ Result<RedriveResult> redrive(Transport& transport, std::string_view dead_letter
       PublishOptions publish;
       publish.headers = d.headers;
       publish.headers.erase(std::string(kDeadLetterReasonHeader));
+      // A deduplication id of its own: the redriven body equals the original
+      // publish, which a broker that deduplicates (SQS FIFO, for 5 minutes)
+      // would otherwise drop while the dead-lettered copy is deleted.
+      publish.dedup_id = std::string(env->id()) + ":redrive:" + uuid_v4();
       if (options.bypass) publish.headers[std::string(kReplayBypassHeader)] = "1";
       auto published = body ? transport.publish(item.to, *body, publish) : Result<void>(unexpected(body.error()));
       if (!published) {

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs the SQS benchmark against the local SQS-compatible server of
+# scripts/broker (started when it is not running).
+#   bench/sqs/run.sh BUILD_DIR/bench/sqs/babelqueue_bench_sqs [--messages N] [--rounds R]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+bench="$1"
+shift
+export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-AKIDBABELQUEUETEST}"
+export AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-babelqueue-test-secret}"
+"$root/scripts/broker" status sqs >/dev/null 2>&1 || "$root/scripts/broker" start sqs >/dev/null
+url="$("$root/scripts/broker" url sqs | tail -n 1)"
+exec "$bench" --url "$url" "$@"

@@ -1,0 +1,79 @@
+// The HTTP seam of the SQS transport (library babelqueue::sqs).
+//
+// SqsTransport speaks the SQS JSON protocol as signed HTTP POSTs through an
+// HttpClient. The default one (make_curl_http_client) is libcurl with
+// reused keep-alive connections; a program that already has an HTTP stack —
+// or wants the official AWS SDK's — implements this interface and passes it
+// in SqsTransport::Options::http_client, as the Java SDK lets users pass
+// their own SqsClient.
+//
+// Thread-safety: post() is called from several threads at once; abort() may
+// be called from any thread while posts are in progress.
+#pragma once
+
+#include <babelqueue/result.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace babelqueue::sqs {
+
+struct HttpRequest {
+  std::string url;  // absolute: http(s)://host[:port]/path[?query]
+  // Sent as given, in this order (Host is derived from url by the client).
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  // The whole exchange must finish within this time (a long poll sets it
+  // above its wait).
+  std::chrono::milliseconds timeout{std::chrono::seconds(30)};
+  // When set and it turns true, the post should stop at once with
+  // Errc::closed (the transport sets it on long polls, which close() ends
+  // without waiting for them). A client that ignores it stays correct, only
+  // slower to close.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+struct HttpResponse {
+  long status = 0;
+  std::string body;
+  // The x-amzn-query-error response header ("Code;Sender"), where the
+  // server sends one: the error code in the query protocol's spelling.
+  std::string query_error;
+};
+
+class HttpClient {
+ public:
+  virtual ~HttpClient() = default;
+  HttpClient() = default;
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Sends one POST and returns whatever status the server answered. Fails
+  // only when no answer came: Errc::connection (unreachable, reset, TLS),
+  // Errc::timeout, Errc::closed (after abort()).
+  virtual Result<HttpResponse> post(const HttpRequest& request) = 0;
+
+  // Makes posts in progress, and every later one, fail at once with
+  // Errc::closed (a long poll blocked in post() returns).
+  virtual void abort() = 0;
+};
+
+struct CurlOptions {
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(5)};
+  // CA bundle for https endpoints; empty: the system's.
+  std::string ca_file;
+  // Idle connections kept for reuse; a post beyond them opens a new one.
+  std::size_t max_idle_connections = 16;
+};
+
+// libcurl (OpenSSL) with keep-alive: each post borrows an idle connection
+// handle from a pool and returns it, so sequential and concurrent calls
+// reuse TCP (and TLS) connections.
+std::unique_ptr<HttpClient> make_curl_http_client(const CurlOptions& options = {});
+
+}  // namespace babelqueue::sqs

@@ -1,0 +1,148 @@
+// SqsTransport: Amazon SQS (and SQS-compatible servers such as ElasticMQ)
+// over the SQS JSON protocol — signed HTTP (SigV4) through a pluggable
+// HttpClient, no AWS SDK needed (library babelqueue::sqs).
+//
+// URL: sqs://[region][?endpoint=URL&prefix=URL&fifo=1&group_id=ID&wait_time=S
+//                      &visibility_timeout=S&content_dedup=1&create=1
+//                      &dead_letter_queue_url=URL&profile=NAME&request_timeout=S
+//                      &ca_file=PATH]
+//   sqs://us-east-1                                   AWS, credentials from the usual chain
+//   sqs://us-east-1?endpoint=http://127.0.0.1:9324    a local ElasticMQ
+// Unknown parameters are errors, so a misspelt one is never ignored.
+// Credentials and region: see sqs_credentials.hpp (environment, shared
+// files and profiles; explicit in Options).
+//
+// The binding (seeds/000 "Amazon SQS", docs/transports/sqs.md):
+//   - MessageBody = the envelope, byte for byte. MessageAttributes: bq-job,
+//     bq-trace-id, bq-message-id, bq-source-lang (String), bq-schema-version,
+//     bq-created-at (Number), from the body; then out-of-band headers as
+//     String attributes in name order, up to SQS's 10 (contract ones win).
+//   - receive(): ReceiveMessage (long polling, up to 10 per call, all
+//     message attributes, ApproximateReceiveCount). native_attempts =
+//     ApproximateReceiveCount - 1 (the runtime takes max with the body's).
+//     The bq-schema-version gate runs before anything reads the body.
+//   - ack(): DeleteMessage; acks of one queue that meet while a delete is in
+//     flight go together in one DeleteMessageBatch.
+//   - release(delay): ChangeMessageVisibility(delay rounded up to whole
+//     seconds, at most 12 h) — never delete-and-resend; extend(lease):
+//     ChangeMessageVisibility(lease) on the held message.
+//   - Delays: DelaySeconds, rounded up to whole seconds; over 900 s is
+//     refused (Errc::invalid_argument). FIFO queues have no per-message
+//     delay (Errc::unsupported).
+//   - FIFO (a queue whose name ends in .fifo): MessageGroupId = the
+//     publish's ordering_key, else group_id, else the queue name.
+//     MessageDeduplicationId = PublishOptions::dedup_id, else nothing with
+//     content_dedup, else meta.id for a first publish (attempts 0, no
+//     dead_letter block) and meta.id:attempts[:dead-letter] for a retry or a
+//     dead-letter copy — so a retry is never deduplicated away — and the
+//     SHA-256 of the body for a body that is not an envelope.
+//   - dead_letter_queue(q) = q + "-dlq" (q-dlq.fifo for q.fifo), or the
+//     dead_letter_queue_url option. A queue "name" that is an http(s) URL is
+//     used as the queue URL directly.
+//   - Queue URLs: prefix + "/" + name when prefix is set, else GetQueueUrl,
+//     cached. A missing queue is Errc::not_found naming it, unless
+//     create_queues (create=1): then it is created, with its -dlq.
+//   - A stale receipt handle (the message was received again after its
+//     visibility timeout) settles nothing: Errc::not_found.
+//
+// Thread-safety: all methods are thread-safe; requests run concurrently on
+// the HTTP client's connections.
+#pragma once
+
+#include <babelqueue/result.hpp>
+#include <babelqueue/sqs_credentials.hpp>
+#include <babelqueue/sqs_http_client.hpp>
+#include <babelqueue/transport.hpp>
+#include <babelqueue/url.hpp>
+#include <babelqueue/value.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace babelqueue {
+
+class SqsTransport final : public Transport {
+ public:
+  struct Options {
+    std::string region;  // empty: from the environment or the profile
+    // The service endpoint, e.g. http://127.0.0.1:9324; empty:
+    // https://sqs.<region>.amazonaws.com.
+    std::string endpoint;
+    // Queue URLs are prefix + "/" + name (no GetQueueUrl call).
+    std::string queue_url_prefix;
+    // Queues are FIFO: every queue name must end in ".fifo"; messages are
+    // ordered per group (capabilities().ordered).
+    bool fifo = false;
+    std::string group_id;        // FIFO MessageGroupId; empty: the queue name
+    bool content_dedup = false;  // the FIFO queues use content-based deduplication
+    // Longest single long poll (SQS allows 0..20 s).
+    std::chrono::seconds max_wait{20};
+    // VisibilityTimeout of every receive (SQS allows 0..12 h); also the
+    // lease the runtime extends for long handlers.
+    std::chrono::seconds visibility_timeout{30};
+    // Create a missing queue (and its -dlq) on first use.
+    bool create_queues = false;
+    // Where dead_letter_queue() points; empty: <queue>-dlq.
+    std::string dead_letter_queue_url;
+    sqs::CredentialOptions credentials;
+    // Null: make_curl_http_client(). close() calls its abort(), so give
+    // each transport a client of its own.
+    std::shared_ptr<sqs::HttpClient> http_client;
+    sqs::CurlOptions curl;
+    // Limit of one request (a long poll gets its wait on top).
+    std::chrono::milliseconds request_timeout{std::chrono::seconds(30)};
+  };
+
+  // Resolves credentials and region (Errc::auth / Errc::invalid_argument
+  // saying where it looked). Opens no connection: the first request does.
+  static Result<std::unique_ptr<SqsTransport>> open(Options options);
+
+  // Options from an sqs:// URL (see the top of this file).
+  static Result<Options> options_from_url(const Url& url);
+
+  ~SqsTransport() override;
+
+  const Options& options() const noexcept;
+
+  Capabilities capabilities() const override;
+  Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override;
+  // SendMessageBatch, up to 10 messages per call and per queue. On a partial
+  // failure the error names how many were accepted.
+  Result<void> publish_batch(std::span<const OutgoingMessage> messages) override;
+  Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
+                                        std::chrono::milliseconds wait) override;
+  Result<void> ack(const Delivery& delivery) override;
+  // DeleteMessageBatch for deliveries of one queue, 10 per call. Every
+  // delivery is attempted; the first failure is returned.
+  Result<void> ack_batch(std::span<const Delivery> deliveries);
+  Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
+  Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override;
+  std::string dead_letter_queue(std::string_view queue) const override;
+  // Approximate counts (GetQueueAttributes).
+  Result<QueueStats> stats(std::string_view queue) override;
+  void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
+
+  // The URL of a queue by name (resolved, cached, created when asked).
+  Result<std::string> queue_url(std::string_view queue);
+  // Sends any SQS JSON-protocol operation (e.g. "SetQueueAttributes" to set
+  // a RedrivePolicy) signed through this transport's connections; the
+  // answer's JSON object. Errors as for the other calls.
+  Result<Value> request(std::string_view operation, const Value& input);
+
+ private:
+  class State;
+  explicit SqsTransport(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+namespace sqs {
+
+// Registers the sqs:// scheme with open_transport(). Call it once, from any
+// thread, before opening sqs:// URLs; calling it again is harmless.
+void register_transport();
+
+}  // namespace sqs
+}  // namespace babelqueue

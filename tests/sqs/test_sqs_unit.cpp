@@ -1,0 +1,394 @@
+// babelqueue::sqs without a server: the SigV4 signer (AWS's documented
+// examples, and botocore on the same inputs), the credentials chain, the
+// binding's rules (projection, gate, reconciliation, FIFO ids) and URLs.
+#include "../../src/sqs/sqs_projection.hpp"
+#include "../transports/temp_dir.hpp"
+#include "broker_env.hpp"
+
+#include <babelqueue/envelope.hpp>
+#include <babelqueue/json.hpp>
+#include <babelqueue/sqs_signer.hpp>
+#include <babelqueue/sqs_transport.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <optional>
+
+namespace bq = babelqueue;
+using bq::sqs::AwsCredentials;
+using bq::sqs::HttpRequest;
+
+namespace {
+
+std::chrono::system_clock::time_point at(const char* amz_date) {
+  std::tm tm{};
+  strptime(amz_date, "%Y%m%dT%H%M%SZ", &tm);
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+std::string header(const HttpRequest& request, std::string_view name) {
+  for (const auto& [key, value] : request.headers) {
+    if (key == name) return value;
+  }
+  return {};
+}
+
+AwsCredentials example_credentials() {
+  AwsCredentials credentials;
+  credentials.access_key_id = "AKIDEXAMPLE";
+  credentials.secret_access_key = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+  return credentials;
+}
+
+// ---- AWS's worked examples (Signature Version 4 documentation) ----
+
+TEST(SqsSigner, DerivesTheDocumentedSigningKey) {
+  // "Examples of how to derive a signing key": secret, 20150830, us-east-1, iam.
+  EXPECT_EQ(bq::sqs::sigv4_signing_key_hex("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20150830", "us-east-1", "iam"),
+            "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9");
+}
+
+TEST(SqsSigner, SignsTheDocumentedIamListUsersRequest) {
+  // GET https://iam.amazonaws.com/?Action=ListUsers&Version=2010-05-08 at 20150830T123600Z.
+  HttpRequest request;
+  request.url = "https://iam.amazonaws.com/?Action=ListUsers&Version=2010-05-08";
+  request.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded; charset=utf-8");
+  ASSERT_TRUE(bq::sqs::sign_v4("GET", request, example_credentials(), "us-east-1", "iam", at("20150830T123600Z")));
+  EXPECT_EQ(header(request, "X-Amz-Date"), "20150830T123600Z");
+  EXPECT_EQ(header(request, "Authorization"),
+            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/iam/aws4_request, "
+            "SignedHeaders=content-type;host;x-amz-date, "
+            "Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7");
+}
+
+TEST(SqsSigner, SignsTheTestSuitesGetVanilla) {
+  // The SigV4 test suite's get-vanilla: GET / of example.amazonaws.com, service "service".
+  HttpRequest request;
+  request.url = "https://example.amazonaws.com/";
+  ASSERT_TRUE(bq::sqs::sign_v4("GET", request, example_credentials(), "us-east-1", "service", at("20150830T123600Z")));
+  EXPECT_EQ(header(request, "Authorization"),
+            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+            "SignedHeaders=host;x-amz-date, "
+            "Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31");
+}
+
+TEST(SqsSigner, RefusesAUrlItCannotSign) {
+  HttpRequest request;
+  request.url = "127.0.0.1:9324/";
+  auto signed_ = bq::sqs::sign_v4("POST", request, example_credentials(), "us-east-1", "sqs", at("20150830T123600Z"));
+  ASSERT_FALSE(signed_);
+  EXPECT_EQ(signed_.error().code(), bq::Errc::invalid_argument);
+}
+
+// ---- botocore on the same inputs ----
+
+struct SigningCase {
+  std::string method;
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::string token;
+  std::string region;
+  std::string service;
+  std::string amz_date;
+};
+
+TEST(SqsSigner, AgreesWithBotocore) {
+  const std::vector<SigningCase> cases = {
+      {"POST",
+       "http://127.0.0.1:9324/",
+       {{"Content-Type", "application/x-amz-json-1.0"}, {"X-Amz-Target", "AmazonSQS.SendMessage"}},
+       R"({"QueueUrl":"http://127.0.0.1:9324/000000000000/orders","MessageBody":"{\"job\":\"urn:x\"}"})",
+       "",
+       "us-east-1",
+       "sqs",
+       "20261203T101112Z"},
+      {"POST",
+       "https://sqs.eu-central-1.amazonaws.com/",
+       {{"Content-Type", "application/x-amz-json-1.0"}, {"X-Amz-Target", "AmazonSQS.ReceiveMessage"}},
+       R"({"QueueUrl":"https://sqs.eu-central-1.amazonaws.com/123456789012/q","WaitTimeSeconds":20})",
+       "FwoGZXIvYXdzEXAMPLE//session+token=",
+       "eu-central-1",
+       "sqs",
+       "20280229T235959Z"},
+      {"POST",
+       "https://sqs.us-west-2.amazonaws.com:443/",
+       {{"Content-Type", "application/x-amz-json-1.0"}, {"X-Amz-Target", "AmazonSQS.DeleteMessageBatch"}},
+       "{\"unicode\":\"h\u00e9llo \u4e2d\u6587 \xf0\x9f\x8e\x89\",\"spaces\":\"a  b\"}",
+       "",
+       "us-west-2",
+       "sqs",
+       "20270101T000000Z"},
+      {"GET",
+       "https://example.amazonaws.com/path/x?b=2&a=1&c=with%20space&empty=",
+       {{"X-Custom", "  padded   value  "}},
+       "",
+       "",
+       "us-east-1",
+       "service",
+       "20150830T123600Z"},
+  };
+  bq::test_support::TempDir dir("bq-sqs-signer");
+  const std::string input = dir.file("cases.json");
+  bq::Array list;
+  std::vector<std::string> ours;
+  for (const SigningCase& c : cases) {
+    bq::Object headers;
+    for (const auto& [name, value] : c.headers) headers.set(name, value);
+    list.push_back(bq::Value::object({{"method", c.method},
+                                      {"url", c.url},
+                                      {"headers", bq::Value(std::move(headers))},
+                                      {"body", c.body},
+                                      {"access_key", "AKIDEXAMPLE"},
+                                      {"secret_key", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"},
+                                      {"token", c.token},
+                                      {"region", c.region},
+                                      {"service", c.service},
+                                      {"amz_date", c.amz_date}}));
+    HttpRequest request;
+    request.url = c.url;
+    request.headers = c.headers;
+    request.body = c.body;
+    AwsCredentials credentials = example_credentials();
+    credentials.session_token = c.token;
+    ASSERT_TRUE(bq::sqs::sign_v4(c.method, request, credentials, c.region, c.service, at(c.amz_date.c_str())));
+    ours.push_back(header(request, "Authorization"));
+    if (!c.token.empty()) {
+      EXPECT_EQ(header(request, "X-Amz-Security-Token"), c.token);
+    }
+  }
+  {
+    std::ofstream out(input);
+    out << bq::to_json(bq::Value(std::move(list))).value();
+  }
+  const std::string output = bq::testing::run_command_output(std::string(BQ_SOURCE_DIR) + "/scripts/python-sdk run " +
+                                                             BQ_SOURCE_DIR + "/tests/sqs/botocore_sign.py " + input);
+  const auto theirs = bq::parse_json(output.substr(output.find('['))).value();
+  ASSERT_EQ(theirs.as_array().size(), ours.size());
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    EXPECT_EQ(ours[i], theirs.as_array()[i].as_string()) << "case " << i << ": " << cases[i].url;
+  }
+}
+
+// ---- credentials and region ----
+
+class SqsCredentials : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* name : kVariables) {
+      if (const char* value = std::getenv(name)) saved_[name] = value;
+      ::unsetenv(name);
+    }
+    ::setenv("AWS_SHARED_CREDENTIALS_FILE", dir_.file("credentials").c_str(), 1);
+    ::setenv("AWS_CONFIG_FILE", dir_.file("config").c_str(), 1);
+  }
+  void TearDown() override {
+    for (const char* name : kVariables) ::unsetenv(name);
+    for (const auto& [name, value] : saved_) ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  void write(const std::string& name, const std::string& text) { std::ofstream(dir_.file(name)) << text; }
+
+  static constexpr const char* kVariables[] = {
+      "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",           "AWS_PROFILE",
+      "AWS_REGION",        "AWS_DEFAULT_REGION",    "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"};
+  bq::test_support::TempDir dir_{"bq-sqs-credentials"};
+  std::map<std::string, std::string> saved_;
+};
+
+TEST_F(SqsCredentials, ExplicitOnesWin) {
+  ::setenv("AWS_ACCESS_KEY_ID", "ENVKEY", 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "envsecret", 1);
+  bq::sqs::CredentialOptions options;
+  options.explicit_credentials = AwsCredentials{"EXPLICIT", "secret", "tok", ""};
+  auto found = bq::sqs::resolve_credentials(options);
+  ASSERT_TRUE(found) << found.error().message();
+  EXPECT_EQ(found->access_key_id, "EXPLICIT");
+  EXPECT_EQ(found->session_token, "tok");
+}
+
+TEST_F(SqsCredentials, EnvironmentWithSessionToken) {
+  ::setenv("AWS_ACCESS_KEY_ID", "ENVKEY", 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "envsecret", 1);
+  ::setenv("AWS_SESSION_TOKEN", "envtoken", 1);
+  write("credentials", "[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = filesecret\n");
+  auto found = bq::sqs::resolve_credentials();
+  ASSERT_TRUE(found) << found.error().message();
+  EXPECT_EQ(found->access_key_id, "ENVKEY");
+  EXPECT_EQ(found->session_token, "envtoken");
+  EXPECT_EQ(found->source, "environment");
+}
+
+TEST_F(SqsCredentials, SharedFilesAndProfiles) {
+  write("credentials",
+        "# comment\n[default]\naws_access_key_id = DEFAULTKEY\naws_secret_access_key = d\n\n"
+        "[dev]\naws_access_key_id=DEVKEY\naws_secret_access_key=devsecret\naws_session_token = devtoken\n");
+  write("config",
+        "[default]\nregion = eu-west-1\n[profile dev]\nregion = ap-south-1\n"
+        "[profile cfgonly]\naws_access_key_id = CFGKEY\naws_secret_access_key = cfgsecret\n");
+  auto by_default = bq::sqs::resolve_credentials();
+  ASSERT_TRUE(by_default) << by_default.error().message();
+  EXPECT_EQ(by_default->access_key_id, "DEFAULTKEY");
+  EXPECT_EQ(bq::sqs::resolve_region("").value(), "eu-west-1");
+
+  ::setenv("AWS_PROFILE", "dev", 1);
+  auto dev = bq::sqs::resolve_credentials();
+  ASSERT_TRUE(dev) << dev.error().message();
+  EXPECT_EQ(dev->access_key_id, "DEVKEY");
+  EXPECT_EQ(dev->session_token, "devtoken");
+  EXPECT_EQ(bq::sqs::resolve_region("").value(), "ap-south-1");
+
+  bq::sqs::CredentialOptions options;
+  options.profile = "cfgonly";
+  auto from_config = bq::sqs::resolve_credentials(options);
+  ASSERT_TRUE(from_config) << from_config.error().message();
+  EXPECT_EQ(from_config->access_key_id, "CFGKEY");
+
+  ::setenv("AWS_REGION", "us-west-2", 1);
+  EXPECT_EQ(bq::sqs::resolve_region("").value(), "us-west-2");
+  EXPECT_EQ(bq::sqs::resolve_region("sa-east-1").value(), "sa-east-1");
+}
+
+TEST_F(SqsCredentials, NoneFoundIsAClearErrorWithoutSecrets) {
+  ::setenv("AWS_ACCESS_KEY_ID", "ONLYKEY", 1);
+  auto half = bq::sqs::resolve_credentials();
+  ASSERT_FALSE(half);
+  EXPECT_EQ(half.error().code(), bq::Errc::auth);
+  ::unsetenv("AWS_ACCESS_KEY_ID");
+  auto none = bq::sqs::resolve_credentials();
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code(), bq::Errc::auth);
+  EXPECT_NE(none.error().message().find("AWS_ACCESS_KEY_ID"), std::string::npos) << none.error().message();
+  EXPECT_NE(none.error().message().find("profile 'default'"), std::string::npos) << none.error().message();
+  auto region = bq::sqs::resolve_region("");
+  ASSERT_FALSE(region);
+  EXPECT_NE(region.error().message().find("AWS_REGION"), std::string::npos);
+
+  write("credentials", "[default]\naws_access_key_id = HALFKEY\n");
+  auto incomplete = bq::sqs::resolve_credentials();
+  ASSERT_FALSE(incomplete);
+  EXPECT_NE(incomplete.error().message().find("only one of"), std::string::npos);
+
+  AwsCredentials secret{"AKIDLONGKEY12345", "do-not-print-me", "token-do-not-print", "environment"};
+  const std::string shown = bq::sqs::to_string(secret);
+  EXPECT_EQ(shown.find("do-not-print"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("AKIDLONGKEY12345"), std::string::npos) << shown;
+}
+
+TEST_F(SqsCredentials, OpeningWithoutCredentialsFailsClearly) {
+  bq::SqsTransport::Options options;
+  options.region = "us-east-1";
+  auto opened = bq::SqsTransport::open(options);
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code(), bq::Errc::auth);
+}
+
+// ---- the binding's rules ----
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(BQ_CONFORMANCE_DIR) + "/fixtures/" + name);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(SqsBinding, ProjectsTheContractAttributesThenHeadersWithinTen) {
+  const std::string body = fixture("order-created.json");
+  bq::Headers headers{{"traceparent", "00-abc-01"}, {"bq-job", "collides"}, {"", "x"}, {"empty", ""},
+                      {"bad name!", "x"},           {"AWS.reserved", "x"}};
+  for (int i = 0; i < 8; ++i) headers["x-h" + std::to_string(i)] = std::to_string(i);
+  const auto attributes = bq::sqs_detail::project_attributes(body, headers);
+  ASSERT_EQ(attributes.size(), 10U);
+  const std::vector<std::string> contract = {"bq-job",         "bq-trace-id",  "bq-message-id", "bq-schema-version",
+                                             "bq-source-lang", "bq-created-at"};
+  for (std::size_t i = 0; i < contract.size(); ++i) EXPECT_EQ(attributes[i].name, contract[i]);
+  EXPECT_EQ(attributes[0].value, "urn:babel:orders:created");
+  EXPECT_EQ(attributes[3].data_type, "Number");
+  EXPECT_EQ(attributes[5].value, "1749132727000");
+  // Headers in name order after the contract, without the invalid ones.
+  EXPECT_EQ(attributes[6].name, "traceparent");
+  EXPECT_EQ(attributes[7].name, "x-h0");
+  EXPECT_EQ(attributes[9].name, "x-h2");
+  EXPECT_TRUE(bq::sqs_detail::project_attributes("not json", {}).empty());
+}
+
+TEST(SqsBinding, TheSchemaVersionGate) {
+  auto passes = [](std::optional<std::string> value) {
+    return bq::sqs_detail::schema_version_gate_passes(value ? &*value : nullptr);
+  };
+  EXPECT_TRUE(passes(std::nullopt));
+  EXPECT_TRUE(passes(""));
+  EXPECT_TRUE(passes(" \t\n\v\f\r"));
+  EXPECT_TRUE(passes("1"));
+  for (const char* rejected : {"2", "01", " 1", "1 ", "1.0", "x", "\xc2\xa0", "\xe3\x80\x80",
+                               "\xef\xbb\xbf"
+                               "1"}) {
+    EXPECT_FALSE(passes(std::string(rejected))) << rejected;
+  }
+}
+
+TEST(SqsBinding, NativeAttemptsFromApproximateReceiveCount) {
+  auto native = [](std::optional<std::string> count) {
+    return bq::sqs_detail::native_attempts(count ? &*count : nullptr);
+  };
+  EXPECT_EQ(native("1"), 0);
+  EXPECT_EQ(native("3"), 2);
+  EXPECT_EQ(native("0"), 0);
+  EXPECT_EQ(native("not-a-number"), std::nullopt);
+  EXPECT_EQ(native("3x"), std::nullopt);
+  EXPECT_EQ(native(""), std::nullopt);
+  EXPECT_EQ(native(std::nullopt), std::nullopt);
+}
+
+TEST(SqsBinding, FifoDeduplicationIdsSeparateRetriesFromTheOriginal) {
+  auto env = bq::Envelope::make("urn:test:fifo", bq::Value::object({{"n", 1}})).value();
+  const std::string id(env.id());
+  EXPECT_EQ(bq::sqs_detail::fifo_deduplication_id(env.body()), id);
+  EXPECT_EQ(bq::sqs_detail::fifo_deduplication_id(env.encode_with_attempts(1).value()), id + ":1");
+  EXPECT_EQ(bq::sqs_detail::fifo_deduplication_id(env.encode_with_attempts(2).value()), id + ":2");
+  const auto block = bq::DeadLetter::make(bq::DeadLetterReason::failed, "q", 3, "boom");
+  auto dead = bq::Envelope::decode(env.encode_with_attempts(3).value()).value().encode_dead_letter(block).value();
+  EXPECT_EQ(bq::sqs_detail::fifo_deduplication_id(dead), id + ":3:dead-letter");
+  EXPECT_EQ(bq::sqs_detail::fifo_deduplication_id("raw bytes"), bq::sqs::sha256_hex("raw bytes"));
+  EXPECT_EQ(bq::sqs_detail::fifo_safe_id(std::string(200, 'a')).size(), 64U);
+  EXPECT_EQ(bq::sqs_detail::fifo_safe_id("with space"), bq::sqs::sha256_hex("with space"));
+}
+
+// ---- URLs ----
+
+TEST(SqsUrl, ReadsEveryOption) {
+  auto url = bq::Url::parse(
+      "sqs://eu-west-1?endpoint=http://127.0.0.1:9324&prefix=http://127.0.0.1:9324/000000000000&fifo=1&group_id=g"
+      "&wait_time=5&visibility_timeout=7&content_dedup=1&create=1&dead_letter_queue_url=http://h/1/dlq&profile=dev"
+      "&request_timeout=9&ca_file=/etc/ssl/ca.pem");
+  ASSERT_TRUE(url);
+  auto options = bq::SqsTransport::options_from_url(*url);
+  ASSERT_TRUE(options) << options.error().message();
+  EXPECT_EQ(options->region, "eu-west-1");
+  EXPECT_EQ(options->endpoint, "http://127.0.0.1:9324");
+  EXPECT_EQ(options->queue_url_prefix, "http://127.0.0.1:9324/000000000000");
+  EXPECT_TRUE(options->fifo);
+  EXPECT_EQ(options->group_id, "g");
+  EXPECT_EQ(options->max_wait, std::chrono::seconds(5));
+  EXPECT_EQ(options->visibility_timeout, std::chrono::seconds(7));
+  EXPECT_TRUE(options->content_dedup);
+  EXPECT_TRUE(options->create_queues);
+  EXPECT_EQ(options->dead_letter_queue_url, "http://h/1/dlq");
+  EXPECT_EQ(options->credentials.profile, "dev");
+  EXPECT_EQ(options->request_timeout, std::chrono::seconds(9));
+  EXPECT_EQ(options->curl.ca_file, "/etc/ssl/ca.pem");
+}
+
+TEST(SqsUrl, RefusesUnknownAndOutOfRangeParameters) {
+  for (const char* text :
+       {"sqs://us-east-1?wait_tme=3", "sqs://us-east-1?wait_time=21", "sqs://us-east-1?fifo=maybe",
+        "sqs://us-east-1?visibility_timeout=-1", "sqs://us-east-1?visibility_timeout=1.5", "sqs://us-east-1/path"}) {
+    auto url = bq::Url::parse(text);
+    ASSERT_TRUE(url) << text;
+    auto options = bq::SqsTransport::options_from_url(*url);
+    ASSERT_FALSE(options) << text;
+    EXPECT_EQ(options.error().code(), bq::Errc::invalid_argument) << text;
+  }
+}
+
+}  // namespace
