@@ -21,6 +21,22 @@ struct CurlHandleDeleter {
 };
 using CurlHandle = std::unique_ptr<CURL, CurlHandleDeleter>;
 
+struct CurlMultiDeleter {
+  void operator()(CURLM* multi) const noexcept { curl_multi_cleanup(multi); }
+};
+using CurlMulti = std::unique_ptr<CURLM, CurlMultiDeleter>;
+
+// One reusable connection: an easy handle driven by a multi handle of its
+// own. The multi handle holds the connection cache (so keep-alive works from
+// one request to the next) and lets a waiting request look at the stop flags
+// every kStopCheckMs instead of libcurl's once-a-second progress callback, so
+// close() interrupts a 20 s long poll at once.
+struct Connection {
+  CurlMulti multi;
+  CurlHandle easy;
+};
+constexpr int kStopCheckMs = 25;
+
 struct HeaderListDeleter {
   void operator()(curl_slist* list) const noexcept { curl_slist_free_all(list); }
 };
@@ -50,18 +66,6 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
   return size * count;
 }
 
-// The flags that stop a transfer: the client's abort() and the request's cancel.
-struct StopFlags {
-  const std::atomic<bool>* aborted;
-  const std::atomic<bool>* cancel;
-};
-
-int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  const auto* flags = static_cast<const StopFlags*>(user);
-  const bool stop = flags->aborted->load() || (flags->cancel != nullptr && flags->cancel->load());
-  return stop ? 1 : 0;  // non-zero aborts the transfer (CURLE_ABORTED_BY_CALLBACK)
-}
-
 std::string host_of(const std::string& url) {
   const auto start = url.find("://");
   if (start == std::string::npos) return url;
@@ -74,12 +78,12 @@ class CurlHttpClient final : public HttpClient {
   explicit CurlHttpClient(CurlOptions options) : options_(std::move(options)) { init_curl_once(); }
 
   Result<HttpResponse> post(const HttpRequest& request) override {
-    if (aborted_.load() || (request.cancel != nullptr && request.cancel->load())) {
+    if (stopped(request)) {
       return unexpected(Errc::closed, "the SQS HTTP client is closed");
     }
-    CurlHandle handle = borrow();
-    if (!handle) return unexpected(Errc::internal, "curl_easy_init failed");
-    CURL* curl = handle.get();
+    Connection connection = borrow();
+    if (!connection.easy || !connection.multi) return unexpected(Errc::internal, "curl_easy_init failed");
+    CURL* curl = connection.easy.get();
 
     HeaderList headers;
     for (const auto& [name, value] : request.headers) {
@@ -107,41 +111,75 @@ class CurlHttpClient final : public HttpClient {
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-    const StopFlags stop{&aborted_, request.cancel};
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &stop);
     if (!options_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
 
-    const CURLcode code = curl_easy_perform(curl);
+    const CURLcode code = perform(connection, request);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
     if (code != CURLE_OK) {
       // A failed handle may hold a broken connection: drop it.
       return unexpected(error_for(code, request.url));
     }
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-    give_back(std::move(handle));
+    give_back(std::move(connection));
     return response;
   }
 
   void abort() override { aborted_.store(true); }
 
  private:
-  CurlHandle borrow() {
+  bool stopped(const HttpRequest& request) const {
+    return aborted_.load() || (request.cancel != nullptr && request.cancel->load());
+  }
+
+  // Runs the transfer to its end, or until abort() or the request's cancel
+  // flag stops it (CURLE_ABORTED_BY_CALLBACK, reported as closed).
+  CURLcode perform(Connection& connection, const HttpRequest& request) {
+    CURLM* multi = connection.multi.get();
+    CURL* easy = connection.easy.get();
+    if (curl_multi_add_handle(multi, easy) != CURLM_OK) return CURLE_FAILED_INIT;
+    CURLcode result = CURLE_OK;
+    for (;;) {
+      int running = 0;
+      if (curl_multi_perform(multi, &running) != CURLM_OK) {
+        result = CURLE_FAILED_INIT;
+        break;
+      }
+      if (running == 0) {
+        int left = 0;
+        result = CURLE_GOT_NOTHING;
+        while (CURLMsg* message = curl_multi_info_read(multi, &left)) {
+          if (message->msg == CURLMSG_DONE && message->easy_handle == easy) result = message->data.result;
+        }
+        break;
+      }
+      if (stopped(request)) {
+        result = CURLE_ABORTED_BY_CALLBACK;
+        break;
+      }
+      if (curl_multi_poll(multi, nullptr, 0, kStopCheckMs, nullptr) != CURLM_OK) {
+        result = CURLE_FAILED_INIT;
+        break;
+      }
+    }
+    curl_multi_remove_handle(multi, easy);
+    return result;
+  }
+
+  Connection borrow() {
     {
       const std::lock_guard lock(mutex_);
       if (!idle_.empty()) {
-        CurlHandle handle = std::move(idle_.back());
+        Connection connection = std::move(idle_.back());
         idle_.pop_back();
-        return handle;
+        return connection;
       }
     }
-    return CurlHandle(curl_easy_init());
+    return Connection{CurlMulti(curl_multi_init()), CurlHandle(curl_easy_init())};
   }
 
-  void give_back(CurlHandle handle) {
+  void give_back(Connection connection) {
     const std::lock_guard lock(mutex_);
-    if (idle_.size() < options_.max_idle_connections) idle_.push_back(std::move(handle));
+    if (idle_.size() < options_.max_idle_connections) idle_.push_back(std::move(connection));
   }
 
   ErrorInfo error_for(CURLcode code, const std::string& url) const {
@@ -162,7 +200,7 @@ class CurlHttpClient final : public HttpClient {
   const CurlOptions options_;
   std::atomic<bool> aborted_{false};
   std::mutex mutex_;
-  std::vector<CurlHandle> idle_;
+  std::vector<Connection> idle_;
 };
 
 }  // namespace
