@@ -1,0 +1,147 @@
+// RabbitmqTransport: the RabbitMQ (AMQP 0-9-1) binding over rabbitmq-c
+// (library babelqueue::rabbitmq).
+//
+// URL: amqp://user:pass@host[:port]/vhost[?key=value&...]   (port 5672)
+//      amqps://user:pass@host[:port]/vhost[?key=value&...]  (port 5671, TLS)
+//   The vhost is percent-decoded ("%2F" is "/"); an empty path is "/".
+//   heartbeat=SECONDS        AMQP heartbeat (default 30; 0 turns it off)
+//   connection_name=TEXT     shown by rabbitmqctl list_connections (default babelqueue-cpp)
+//   connect_timeout=SECONDS  TCP + TLS + AMQP handshake (default 10)
+//   publish_timeout=SECONDS  how long publish() waits for the broker's confirm,
+//                            across reconnects (default 30)
+//   confirm=true|false       publisher confirms (default true)
+//   max_in_flight=N          unconfirmed messages on the wire (default 1024)
+//   prefetch=N               QoS per consumer; 0 (default) = auto_prefetch()
+//                            of the first receive() on that queue
+//   queue_type=classic|quorum  quorum declares x-queue-type=quorum (default classic)
+//   reconnect_min=SECONDS, reconnect_max=SECONDS  backoff bounds (0.1 and 10)
+//   cacert=PATH              CA bundle that signs the broker (amqps); default:
+//                            the system's trust store
+//   cert=PATH, key=PATH      client certificate and key (amqps, optional)
+//   verify=true|false        verify the broker's certificate and host name
+//                            (amqps; default true)
+// Unknown parameters are errors, so a misspelt one is never silently ignored.
+//
+// Binding (SPEC.md §5): default exchange, routing key = queue, durable queues
+// declared with no arguments (as the Python and Go SDKs declare them),
+// persistent messages; type = job, correlation_id = trace_id, message_id =
+// meta.id, app_id = "babelqueue", content_type = application/json,
+// content_encoding = utf-8; headers x-schema-version (int), x-source-lang,
+// x-attempts (int) when the body is an envelope; out-of-band headers sit in
+// the same table and the contract keys win collisions.
+//
+// Guarantees (docs/transports/rabbitmq.md explains how):
+//   - publish() succeeds only once the broker confirmed the message
+//     (publisher confirms, mandatory flag: an unroutable message is an
+//     Errc::not_found error, a broker nack an Errc::broker error).
+//   - receive() serves a basic.consume push consumer (one per queue, QoS
+//     prefetch), never basic.get polling; ack is basic.ack, release is
+//     basic.nack with requeue, a delayed release or publish goes through a
+//     per-delay bucket queue (message TTL + dead-letter back to the queue).
+//   - After a dropped connection the transport reconnects with exponential
+//     backoff and jitter, re-declares its queues and consumers; deliveries of
+//     the lost channel are never acked on the new one (the broker requeued
+//     them): settling them answers Errc::not_found.
+//
+// Thread-safety: all methods are thread-safe. One I/O thread owns the
+// rabbitmq-c connection (rabbitmq-c connections are not thread-safe): every
+// other thread hands it requests through a queue and waits for the answer
+// where one is needed (publish confirms, declares), so heartbeats are served
+// continuously by that thread.
+#pragma once
+
+#include <babelqueue/result.hpp>
+#include <babelqueue/transport.hpp>
+#include <babelqueue/url.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace babelqueue {
+
+class RabbitmqTransport final : public Transport {
+ public:
+  enum class QueueType { classic, quorum };
+
+  struct Options {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 5672;
+    std::string user = "guest";
+    std::string password = "guest";
+    std::string vhost = "/";
+    bool tls = false;
+    std::string ca_cert;      // PEM file; empty = system trust store
+    std::string client_cert;  // PEM file, with client_key
+    std::string client_key;
+    bool verify_peer = true;  // certificate chain and host name
+    std::chrono::seconds heartbeat{30};
+    std::string connection_name = "babelqueue-cpp";
+    std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+    std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};
+    bool confirm = true;
+    std::size_t max_in_flight = 1024;
+    std::uint16_t prefetch = 0;  // 0 = rabbitmq::auto_prefetch(the first receive()'s max)
+    QueueType queue_type = QueueType::classic;
+    std::chrono::milliseconds reconnect_min{100};
+    std::chrono::milliseconds reconnect_max{std::chrono::seconds(10)};
+  };
+
+  // Connects (so bad credentials, a wrong CA or an unreachable host are
+  // reported here): Errc::auth for refused credentials or a failed
+  // certificate verification, Errc::connection for an unreachable broker,
+  // Errc::invalid_argument for bad options.
+  static Result<std::unique_ptr<RabbitmqTransport>> open(Options options);
+
+  // Options from an amqp:// or amqps:// URL (see the top of this file).
+  static Result<Options> options_from_url(const Url& url);
+
+  ~RabbitmqTransport() override;
+
+  const Options& options() const noexcept;
+
+  Capabilities capabilities() const override;
+  Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override;
+  // Pipelined: every message is sent, then the confirms are awaited together.
+  Result<void> publish_batch(std::span<const OutgoingMessage> messages) override;
+  Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
+                                        std::chrono::milliseconds wait) override;
+  Result<void> ack(const Delivery& delivery) override;
+  Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
+  // ready: the broker's ready count plus the deliveries this transport holds
+  // unreceived; reserved: received through this transport and unsettled;
+  // delayed: messages in the delay buckets of queue this transport used.
+  Result<QueueStats> stats(std::string_view queue) override;
+  void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
+
+  // Reconnections since open (for tests and monitoring).
+  std::uint64_t reconnects() const noexcept;
+
+ private:
+  class State;
+  explicit RabbitmqTransport(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+namespace rabbitmq {
+
+// Registers the amqp:// and amqps:// schemes with open_transport(). Call it
+// once, from any thread; calling it again is harmless.
+void register_transport();
+
+// The name of the delay bucket queue holding queue's messages delayed by
+// delay: "<queue>.delay.<ms>" with the delay rounded up to two significant
+// digits (at most 10% late), so retries with jittered backoff share a few
+// buckets instead of creating one queue per value.
+std::string delay_bucket_queue(std::string_view queue, std::chrono::milliseconds delay);
+std::chrono::milliseconds delay_bucket(std::chrono::milliseconds delay);
+
+// The QoS prefetch a consumer gets when Options::prefetch is 0, from the max
+// of the first receive() on its queue (the worker's prefetch, itself at
+// least its concurrency): eight times that, at least 128, so the broker
+// keeps pushing while the caller holds one batch and its handlers run another.
+std::uint16_t auto_prefetch(std::size_t first_receive_max);
+
+}  // namespace rabbitmq
+}  // namespace babelqueue
