@@ -1,0 +1,121 @@
+// KafkaTransport: Apache Kafka through librdkafka (library babelqueue::kafka).
+//
+// URL: kafka://HOST:PORT[,HOST:PORT...][?key=value&...]
+//   group=NAME                 consumer group (default "babelqueue", as the Python SDK)
+//   partitions=N               partitions of a topic this transport creates (default 1)
+//   replication_factor=N       replication factor of a topic it creates (default 1)
+//   create_topics=true|false   create missing queue, retry and DLQ topics (default true)
+//   retry_tiers=5s,30s,5m      retry tiers (ms, s, m, h suffixes; a bare number is seconds);
+//                              none by default: a delayed publish or release is then refused
+//   retry_topic=PATTERN        retry topic name: {topic}, {n} (1-based tier) and {delay_ms};
+//                              default "{topic}.retry.{n}" (the Python and Node SDKs' names)
+//   session_timeout=SECONDS    consumer group session timeout (default 10)
+//   commit_interval=SECONDS    how often finished offsets are committed (default 0.1)
+//   publish_timeout=SECONDS    longest wait for a delivery report (default 30)
+//   rdkafka.NAME=VALUE         any librdkafka property, for both clients (set last, so it
+//                              wins): rdkafka.security.protocol=SASL_SSL, rdkafka.sasl.mechanisms=
+//                              PLAIN, rdkafka.ssl.ca.location=/path/ca.pem, rdkafka.linger.ms=5 ...
+//   producer.NAME / consumer.NAME=VALUE  a librdkafka property for one client only
+// kafka://user:password@host:port sets sasl.username / sasl.password. Unknown parameters are
+// errors, so a misspelt one is never silently ignored.
+//
+// Semantics (docs/transports/kafka.md explains why they are safe):
+//   - publish: record value = the body byte for byte, record timestamp = meta.created_at, the
+//     six bq- headers projected from the envelope, out-of-band headers as extra record
+//     headers, PublishOptions::ordering_key as the record key; acks=all and the idempotent
+//     producer; it returns only after the broker's delivery report.
+//   - receive: the consumer group's partitions of the queue's topic; process-then-commit: an
+//     offset is committed only when that record and every earlier record of its partition
+//     were settled (ack, or release after its copy was confirmed).
+//   - release(delay 0) republishes the same bytes to the same topic with bq-attempts + 1, then
+//     settles the original; release(delay > 0) and publish(delay > 0) park the record on the
+//     smallest retry tier covering the delay; the consuming transport re-injects it into the
+//     queue's topic when due. Without retry tiers a delay is Errc::unsupported.
+//   - Delivery::native_attempts is the bq-attempts header (authoritative), absent when the
+//     record has none; Delivery::gate_rejection is set when bq-schema-version is not "1".
+//
+// Thread-safety: all methods are thread-safe. One producer and (after the first receive) one
+// consumer per transport; receive() calls are serialised on the consumer, settling is not.
+#pragma once
+
+#include <babelqueue/result.hpp>
+#include <babelqueue/transport.hpp>
+#include <babelqueue/url.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace babelqueue {
+
+class KafkaTransport final : public Transport {
+ public:
+  struct Options {
+    // Comma-separated host:port list (librdkafka bootstrap.servers).
+    std::string bootstrap_servers = "localhost:9092";
+    std::string group = "babelqueue";
+    // Topics this transport creates when missing (queue, retry and DLQ topics).
+    bool create_topics = true;
+    int partitions = 1;
+    int replication_factor = 1;
+    // Ascending retry tiers; empty: delayed publish and release are refused.
+    std::vector<std::chrono::milliseconds> retry_tiers;
+    std::string retry_topic_pattern = "{topic}.retry.{n}";
+    std::chrono::milliseconds session_timeout{std::chrono::seconds(10)};
+    std::chrono::milliseconds commit_interval{100};
+    std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};
+    // librdkafka properties, applied after the SDK's defaults.
+    std::map<std::string, std::string> client_properties;    // both clients
+    std::map<std::string, std::string> producer_properties;  // the producer only
+    std::map<std::string, std::string> consumer_properties;  // the consumer only
+  };
+
+  // Connects the producer (the consumer joins its group on the first receive()).
+  // Errc::invalid_argument for bad options or a librdkafka property it refuses.
+  static Result<std::unique_ptr<KafkaTransport>> open(Options options);
+
+  // Options from a kafka:// URL (see the top of this file).
+  static Result<Options> options_from_url(const Url& url);
+
+  ~KafkaTransport() override;
+
+  const Options& options() const noexcept;
+
+  // The retry topic of tier index (0-based) for topic, under retry_topic_pattern.
+  std::string retry_topic(std::string_view topic, std::size_t tier) const;
+
+  Capabilities capabilities() const override;
+  Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override;
+  // Produces every record, then waits for all delivery reports.
+  Result<void> publish_batch(std::span<const OutgoingMessage> messages) override;
+  Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
+                                        std::chrono::milliseconds wait) override;
+  Result<void> ack(const Delivery& delivery) override;
+  Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
+  // For the consumer group: ready = the group's lag on the queue's topic minus
+  // reserved; reserved = received by this transport and not settled (other
+  // processes' are counted as ready); delayed = the lag on its retry topics.
+  Result<QueueStats> stats(std::string_view queue) override;
+  // Commits what is done, leaves the group, closes both clients.
+  void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
+
+  // Creates topic when missing (partitions, replication_factor of the options).
+  // Errc::not_found naming the topic when it is missing and cannot be created.
+  Result<void> ensure_topic(std::string_view topic);
+
+ private:
+  class State;
+  explicit KafkaTransport(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+namespace kafka {
+
+// Registers the kafka:// scheme with open_transport(). Call it once, from any
+// thread, before opening kafka:// URLs; calling it again is harmless.
+void register_transport();
+
+}  // namespace kafka
+}  // namespace babelqueue

@@ -1,0 +1,240 @@
+#include "kafka_record.hpp"
+
+#include <babelqueue/envelope.hpp>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <limits>
+#include <utility>
+
+namespace babelqueue::kafka::detail {
+
+Projection project(std::string_view body) {
+  Projection out;
+  auto projected = project_with(body, [&out](std::string_view name, std::string_view value) {
+    out.headers.emplace_back(std::string(name), std::string(value));
+  });
+  if (projected) {
+    out.created_at = projected->created_at;
+    out.attempts = projected->attempts;
+  }
+  return out;
+}
+
+Projection project_by_decoding(std::string_view body) {
+  Projection out;
+  auto envelope = Envelope::decode(body);
+  if (!envelope) return out;
+  auto add = [&out](std::string_view name, std::string_view value) {
+    if (!value.empty()) out.headers.emplace_back(std::string(name), std::string(value));
+  };
+  add(kJobHeader, envelope->urn());
+  add(kTraceIdHeader, envelope->trace_id());
+  add(kMessageIdHeader, envelope->id());
+  if (auto version = envelope->schema_version()) add(kSchemaVersionHeader, std::to_string(*version));
+  add(kSourceLangHeader, envelope->lang());
+  add(kAttemptsHeader, std::to_string(envelope->attempts()));
+  out.created_at = envelope->created_at();
+  out.attempts = envelope->attempts();
+  return out;
+}
+
+namespace {
+
+// A forward reader over JSON text; every method returns false on anything
+// it does not expect, which makes scan_fields() give up.
+class Scanner {
+ public:
+  explicit Scanner(std::string_view text) : text_(text) {}
+
+  void skip_space() noexcept {
+    while (pos_ < text_.size() &&
+           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r')) {
+      ++pos_;
+    }
+  }
+  bool take(char c) noexcept {
+    skip_space();
+    if (pos_ >= text_.size() || text_[pos_] != c) return false;
+    ++pos_;
+    return true;
+  }
+  bool peek(char c) noexcept {
+    skip_space();
+    return pos_ < text_.size() && text_[pos_] == c;
+  }
+  bool at_end() noexcept {
+    skip_space();
+    return pos_ == text_.size();
+  }
+  // A string without escapes or control characters.
+  bool plain_string(std::string_view& out) noexcept {
+    if (!take('"')) return false;
+    const std::size_t start = pos_;
+    while (pos_ < text_.size() && text_[pos_] != '"') {
+      const auto c = static_cast<unsigned char>(text_[pos_]);
+      if (c == '\\' || c < 0x20) return false;
+      ++pos_;
+    }
+    if (pos_ >= text_.size()) return false;
+    out = text_.substr(start, pos_ - start);
+    ++pos_;
+    return true;
+  }
+  // An integer without fraction or exponent, as JSON writes it.
+  bool integer(std::int64_t& out) noexcept {
+    skip_space();
+    const std::size_t start = pos_;
+    if (pos_ < text_.size() && text_[pos_] == '-') ++pos_;
+    const std::size_t digits = pos_;
+    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
+    if (pos_ == digits || (text_[digits] == '0' && pos_ - digits > 1)) return false;
+    if (pos_ < text_.size() && (text_[pos_] == '.' || text_[pos_] == 'e' || text_[pos_] == 'E')) return false;
+    auto [end, error] = std::from_chars(text_.data() + start, text_.data() + pos_, out);
+    return error == std::errc() && end == text_.data() + pos_;
+  }
+  // Any value, skipped: strings (escapes included), objects and arrays by
+  // nesting, literals and numbers up to the next delimiter.
+  bool skip_value() noexcept {
+    skip_space();
+    int depth = 0;
+    do {
+      if (pos_ >= text_.size()) return false;
+      const char c = text_[pos_];
+      if (c == '"') {
+        ++pos_;
+        while (pos_ < text_.size() && text_[pos_] != '"') pos_ += text_[pos_] == '\\' ? 2 : 1;
+        if (pos_ >= text_.size()) return false;
+        ++pos_;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+        ++pos_;
+      } else if (c == '}' || c == ']') {
+        if (depth == 0) return false;
+        --depth;
+        ++pos_;
+      } else if (depth > 0) {
+        ++pos_;  // separators, literals and numbers inside a container
+      } else {
+        const std::size_t start = pos_;
+        while (pos_ < text_.size() && text_[pos_] != ',' && text_[pos_] != '}' && text_[pos_] != ']' &&
+               text_[pos_] != ' ' && text_[pos_] != '\t' && text_[pos_] != '\n' && text_[pos_] != '\r') {
+          ++pos_;
+        }
+        if (pos_ == start) return false;
+      }
+    } while (depth > 0);
+    return true;
+  }
+
+ private:
+  std::string_view text_;
+  std::size_t pos_ = 0;
+};
+
+// Reads the members of an object (after its '{'), calling member(key) for
+// each; member reads the value. False on malformed text or a repeated key
+// among the ones member() reports as tracked.
+template <class Member>
+bool scan_object(Scanner& in, Member&& member) noexcept {
+  if (in.take('}')) return true;
+  std::array<std::string_view, 16> seen{};  // a repeated key makes the decoder refuse the body
+  std::size_t count = 0;
+  do {
+    std::string_view key;
+    if (!in.plain_string(key) || count == seen.size()) return false;
+    if (std::find(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(count), key) !=
+        seen.begin() + static_cast<std::ptrdiff_t>(count)) {
+      return false;
+    }
+    seen[count++] = key;
+    if (!in.take(':') || !member(key)) return false;
+  } while (in.take(','));
+  return in.take('}');
+}
+
+}  // namespace
+
+std::optional<ScannedFields> scan_fields(std::string_view body) noexcept {
+  ScannedFields out;
+  bool job = false, trace = false, meta = false, attempts = false;
+  bool id = false, lang = false, version = false, created = false;
+  Scanner in(body);
+  if (!in.take('{')) return std::nullopt;
+  const bool read = scan_object(in, [&](std::string_view key) {
+    auto once = [](bool& seen) { return !std::exchange(seen, true); };
+    if (key == "job") return once(job) && in.plain_string(out.job);
+    if (key == "trace_id") return once(trace) && in.plain_string(out.trace_id);
+    if (key == "attempts") return once(attempts) && in.integer(out.attempts);
+    if (key == "urn") return false;  // the alias: the decoder knows which one wins
+    if (key == "meta") {
+      if (!once(meta) || !in.take('{')) return false;
+      return scan_object(in, [&](std::string_view inner) {
+        if (inner == "id") return once(id) && in.plain_string(out.id);
+        if (inner == "lang") return once(lang) && in.plain_string(out.lang);
+        if (inner == "schema_version") return once(version) && in.integer(out.schema_version.emplace());
+        if (inner == "created_at") return once(created) && in.integer(out.created_at.emplace());
+        return in.skip_value();
+      });
+    }
+    return in.skip_value();
+  });
+  if (!read || !in.at_end() || !job || !trace || !meta || out.attempts < 0) return std::nullopt;
+  return out;
+}
+
+std::string topic_for_queue(std::string_view queue) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string topic;
+  topic.reserve(queue.size());
+  for (char c : queue) {
+    const bool legal =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    if (legal) {
+      topic += c;
+      continue;
+    }
+    const auto byte = static_cast<unsigned char>(c);
+    topic += "_x";
+    topic += kHex[byte >> 4];
+    topic += kHex[byte & 0xF];
+    topic += '_';
+  }
+  return topic;
+}
+
+bool is_reserved_header(std::string_view name) noexcept {
+  static constexpr std::array kReserved{kJobHeader,        kTraceIdHeader,  kMessageIdHeader, kSchemaVersionHeader,
+                                        kSourceLangHeader, kAttemptsHeader, kDelayHeader,     kOriginalTopicHeader};
+  for (std::string_view reserved : kReserved) {
+    if (name == reserved) return true;
+  }
+  return false;
+}
+
+std::optional<Rejection> schema_version_gate(std::optional<std::string_view> header) noexcept {
+  if (!header) return std::nullopt;
+  bool blank = true;
+  for (char c : *header) {
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\v' && c != '\f' && c != '\r') {
+      blank = false;
+      break;
+    }
+  }
+  if (blank || *header == "1") return std::nullopt;
+  return Rejection::schema_version_gate;
+}
+
+std::optional<std::int64_t> parse_attempts(std::string_view text) noexcept {
+  if (text.empty()) return std::nullopt;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  std::int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace babelqueue::kafka::detail
