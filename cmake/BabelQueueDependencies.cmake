@@ -1,7 +1,7 @@
 # bq_find_dependency(<package> TARGET <imported target> PKG <pkg-config module> [REQUIRED])
 #
-# Looks for a dependency the way Debian ships it: first a CMake package config,
-# then a pkg-config module (made into the same imported target name), so the
+# Looks for a dependency the way Debian ships it: first a CMake find module or
+# package config, then a pkg-config module (made into the same imported target name), so the
 # rest of the build only ever names <imported target>.
 include_guard(GLOBAL)
 
@@ -11,16 +11,27 @@ function(bq_find_dependency package)
     set(${package}_FOUND TRUE PARENT_SCOPE)
     return()
   endif()
-  find_package(${package} CONFIG QUIET)
+  # A find module (CMake's FindOpenSSL, FindCURL, FindThreads...) or a
+  # package config, whichever CMake finds first.
+  find_package(${package} QUIET)
   if(TARGET ${ARG_TARGET})
+    # Visible to the whole build, as the pkg-config targets below are, so a
+    # test or benchmark directory can link it too.
+    get_target_property(aliased ${ARG_TARGET} ALIASED_TARGET)
+    get_target_property(global ${ARG_TARGET} IMPORTED_GLOBAL)
+    if(NOT aliased AND NOT global)
+      set_target_properties(${ARG_TARGET} PROPERTIES IMPORTED_GLOBAL TRUE)
+    endif()
     set(${package}_FOUND TRUE PARENT_SCOPE)
     return()
   endif()
   find_package(PkgConfig QUIET)
   if(PKG_CONFIG_FOUND AND ARG_PKG)
-    pkg_check_modules(bq_pc_${package} QUIET IMPORTED_TARGET GLOBAL ${ARG_PKG})
-    if(bq_pc_${package}_FOUND)
-      add_library(${ARG_TARGET} ALIAS PkgConfig::bq_pc_${package})
+    # One pkg-config prefix per target: a package may provide several.
+    string(MAKE_C_IDENTIFIER "bq_pc_${ARG_TARGET}" prefix)
+    pkg_check_modules(${prefix} QUIET IMPORTED_TARGET GLOBAL ${ARG_PKG})
+    if(${prefix}_FOUND)
+      add_library(${ARG_TARGET} ALIAS PkgConfig::${prefix})
       set(${package}_FOUND TRUE PARENT_SCOPE)
       return()
     endif()

@@ -24,4 +24,20 @@ c++ -std=c++20 "$here/consumer/main.cpp" $flags -o "$work/consumer-pc"
 out=$("$work/consumer-pc")
 echo "pkg-config: $out"
 [[ "$out" == *"urn:babel:orders:created"* ]]
-echo "2 passed, 0 failed"
+passed=2
+
+# Every transport component, when this build has them all: find_package with
+# COMPONENTS, then pkg-config, each linking the five transport libraries.
+if [[ -n "$(find "$prefix" -name 'babelqueue-sqs.pc')" && -n "$(find "$prefix" -name 'babelqueue-kafka.pc')" &&
+      -n "$(find "$prefix" -name 'babelqueue-rabbitmq.pc')" && -n "$(find "$prefix" -name 'babelqueue-redis.pc')" ]]; then
+  cmake -S "$here/transports" -B "$work/transports-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$work/transports-build" >/dev/null
+  "$work/transports-build/transports"
+  passed=$((passed + 1))
+  flags=$(PKG_CONFIG_PATH="$libdir" pkg-config --cflags --libs babelqueue-sqlite babelqueue-redis babelqueue-rabbitmq \
+    babelqueue-kafka babelqueue-sqs)
+  c++ -std=c++20 "$here/transports/main.cpp" $flags -o "$work/transports-pc"
+  "$work/transports-pc"
+  passed=$((passed + 1))
+fi
+echo "$passed passed, 0 failed"
