@@ -41,6 +41,7 @@
 #include <babelqueue/result.hpp>
 #include <babelqueue/transport.hpp>
 #include <babelqueue/url.hpp>
+#include <babelqueue/worker_options.hpp>  // LogSink
 
 #include <chrono>
 #include <map>
@@ -70,6 +71,10 @@ class KafkaTransport final : public Transport {
     std::map<std::string, std::string> client_properties;    // both clients
     std::map<std::string, std::string> producer_properties;  // the producer only
     std::map<std::string, std::string> consumer_properties;  // the consumer only
+    // Where librdkafka's own log lines and client errors (a broker down, a
+    // failed SASL handshake) go, instead of librdkafka's print to stderr.
+    // Called from librdkafka's threads: it must be thread-safe.
+    LogSink log = stderr_log_sink();
   };
 
   // Connects the producer (the consumer joins its group on the first receive()).

@@ -102,6 +102,44 @@ class DeliveryReports final : public RdKafka::DeliveryReportCb {
   }
 };
 
+// librdkafka's log lines and client-level errors, to the transport's LogSink.
+class LogEvents final : public RdKafka::EventCb {
+ public:
+  explicit LogEvents(const LogSink& sink) : sink_(sink) {}
+
+  void event_cb(RdKafka::Event& event) override {
+    if (!sink_) return;
+    switch (event.type()) {
+      case RdKafka::Event::EVENT_LOG:
+        sink_(level_of(event.severity()), "kafka " + event.fac() + ": " + event.str());
+        break;
+      case RdKafka::Event::EVENT_ERROR:
+        // Client errors (all brokers down, authentication) are retried by
+        // librdkafka itself; fatal ones also fail the next call.
+        sink_(event.fatal() ? LogLevel::error : LogLevel::warning,
+              "kafka: " + RdKafka::err2str(event.err()) + ": " + event.str());
+        break;
+      default: break;
+    }
+  }
+
+ private:
+  static LogLevel level_of(RdKafka::Event::Severity severity) {
+    switch (severity) {
+      case RdKafka::Event::EVENT_SEVERITY_EMERG:
+      case RdKafka::Event::EVENT_SEVERITY_ALERT:
+      case RdKafka::Event::EVENT_SEVERITY_CRITICAL:
+      case RdKafka::Event::EVENT_SEVERITY_ERROR: return LogLevel::error;
+      case RdKafka::Event::EVENT_SEVERITY_WARNING: return LogLevel::warning;
+      case RdKafka::Event::EVENT_SEVERITY_NOTICE:
+      case RdKafka::Event::EVENT_SEVERITY_INFO: return LogLevel::info;
+      default: return LogLevel::debug;
+    }
+  }
+
+  const LogSink& sink_;
+};
+
 struct HeadersDeleter {
   void operator()(rd_kafka_headers_t* headers) const { rd_kafka_headers_destroy(headers); }
 };
@@ -237,8 +275,9 @@ class KafkaTransport::State {
     for (const auto& [k, v] : options_.producer_properties) props[k] = v;
     if (auto set = apply(*conf, props, "producer"); !set) return set;
     std::string error;
-    if (conf->set("dr_cb", &delivery_reports_, error) != RdKafka::Conf::CONF_OK) {
-      return unexpected(Errc::internal, "librdkafka refused the delivery report callback: " + error);
+    if (conf->set("dr_cb", &delivery_reports_, error) != RdKafka::Conf::CONF_OK ||
+        conf->set("event_cb", &log_events_, error) != RdKafka::Conf::CONF_OK) {
+      return unexpected(Errc::internal, "librdkafka refused the producer's callbacks: " + error);
     }
     producer_.reset(RdKafka::Producer::create(conf.get(), error));
     if (!producer_) return unexpected(Errc::invalid_argument, "could not create the Kafka producer: " + error);
@@ -547,8 +586,9 @@ class KafkaTransport::State {
     for (const auto& [k, v] : options_.consumer_properties) props[k] = v;
     if (auto set = apply(*conf, props, "consumer"); !set) return set;
     std::string error;
-    if (conf->set("rebalance_cb", &rebalance_, error) != RdKafka::Conf::CONF_OK) {
-      return unexpected(Errc::internal, "librdkafka refused the rebalance callback: " + error);
+    if (conf->set("rebalance_cb", &rebalance_, error) != RdKafka::Conf::CONF_OK ||
+        conf->set("event_cb", &log_events_, error) != RdKafka::Conf::CONF_OK) {
+      return unexpected(Errc::internal, "librdkafka refused the consumer's callbacks: " + error);
     }
     consumer_.reset(RdKafka::KafkaConsumer::create(conf.get(), error));
     if (!consumer_) return unexpected(Errc::invalid_argument, "could not create the Kafka consumer: " + error);
@@ -1018,6 +1058,9 @@ class KafkaTransport::State {
         for (const auto& [k, v] : options_.client_properties) props[k] = v;
         for (const auto& [k, v] : options_.consumer_properties) props[k] = v;
         if (auto set = apply(*conf, props, "consumer"); !set) return unexpected(set.error());
+        if (conf->set("event_cb", &log_events_, error) != RdKafka::Conf::CONF_OK) {
+          return unexpected(Errc::internal, "librdkafka refused the consumer's callbacks: " + error);
+        }
         std::unique_ptr<RdKafka::KafkaConsumer> reader(RdKafka::KafkaConsumer::create(conf.get(), error));
         if (!reader) return unexpected(Errc::invalid_argument, "could not create a Kafka consumer: " + error);
         code = reader->committed(partitions, timeout);
@@ -1111,6 +1154,7 @@ class KafkaTransport::State {
 
  private:
   DeliveryReports delivery_reports_;
+  LogEvents log_events_{options_.log};
   Rebalance rebalance_{*this};
 
   std::shared_mutex lifetime_;  // shared while a client is in use, unique to destroy them

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -398,6 +399,13 @@ TEST(KafkaBroker, AMissingTopicWithoutCreationIsAnErrorNamingIt) {
 TEST(KafkaBroker, AnUnreachableBrokerIsAClearError) {
   auto url = bq::Url::parse("kafka://127.0.0.1:1?publish_timeout=1");
   auto options = bq::KafkaTransport::options_from_url(*url);
+  // librdkafka's complaints reach the transport's log sink, not stderr.
+  std::mutex logged_mutex;
+  std::vector<std::string> logged;
+  options->log = [&](bq::LogLevel level, std::string_view line) {
+    std::lock_guard lock(logged_mutex);
+    if (level >= bq::LogLevel::warning) logged.emplace_back(line);
+  };
   auto transport = bq::KafkaTransport::open(*options);
   ASSERT_TRUE(transport);
   auto published = (*transport)->publish("orders", "{}");
@@ -405,6 +413,9 @@ TEST(KafkaBroker, AnUnreachableBrokerIsAClearError) {
   EXPECT_TRUE(published.error().retriable()) << published.error().message();
   EXPECT_NE(published.error().message().find("127.0.0.1:1"), std::string::npos) << published.error().message();
   (*transport)->close();
+  std::lock_guard lock(logged_mutex);
+  ASSERT_FALSE(logged.empty());
+  EXPECT_NE(logged.front().find("127.0.0.1:1"), std::string::npos) << logged.front();
 }
 
 // A rebalance in the middle of handling: the revoked records are not
