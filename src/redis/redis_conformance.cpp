@@ -16,21 +16,9 @@ using namespace std::chrono_literals;
 // The list elements of queue, read with a connection of our own (LRANGE),
 // so the check sees what Redis stores rather than what the transport says.
 Result<std::vector<std::string>> stored_elements(const RedisTransport::Options& options, const std::string& queue) {
-  redis_detail::Endpoint endpoint;
-  endpoint.host = options.host;
-  endpoint.port = options.port;
-  endpoint.user = options.user;
-  endpoint.password = options.password;
-  endpoint.database = options.database;
-  endpoint.tls_server_name = options.tls.server_name;
-  endpoint.tls_verify = options.tls.verify;
-  if (options.tls.enabled) {
-    auto context = redis_detail::make_tls_context(options.tls.ca_file, options.tls.cert_file, options.tls.key_file,
-                                                  options.tls.verify);
-    if (!context) return unexpected(context.error());
-    endpoint.tls = std::move(*context);
-  }
-  auto connection = redis_detail::Connection::open(endpoint, options.connect_timeout);
+  auto endpoint = redis_detail::endpoint_of(options);
+  if (!endpoint) return unexpected(endpoint.error());
+  auto connection = redis_detail::Connection::open(*endpoint, options.connect_timeout);
   if (!connection) return unexpected(connection.error());
   auto reply = (*connection)->execute(redis_detail::Command{"LRANGE", queue, "0", "-1"}, options.command_timeout);
   if (!reply) return unexpected(reply.error());

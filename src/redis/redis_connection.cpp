@@ -492,4 +492,23 @@ Result<Reply> Connection::execute(const Command& command, std::chrono::milliseco
 
 void Connection::interrupt() noexcept { io_->interrupt(); }
 
+Result<Endpoint> endpoint_of(const RedisTransport::Options& options) {
+  Endpoint endpoint;
+  endpoint.host = options.host;
+  endpoint.port = options.port;
+  endpoint.user = options.user;
+  endpoint.password = options.password;
+  endpoint.database = options.database;
+  endpoint.tls_server_name = options.tls.server_name;
+  endpoint.tls_verify = options.tls.verify;
+  endpoint.tls_ca_file = options.tls.ca_file;
+  if (options.tls.enabled) {
+    auto context =
+        make_tls_context(options.tls.ca_file, options.tls.cert_file, options.tls.key_file, options.tls.verify);
+    if (!context) return unexpected(context.error());
+    endpoint.tls = std::move(*context);
+  }
+  return endpoint;
+}
+
 }  // namespace babelqueue::redis_detail

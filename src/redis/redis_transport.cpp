@@ -143,15 +143,7 @@ class RedisTransport::State {
     Pooled pooled_;
   };
 
-  explicit State(Options opts) : options(std::move(opts)) {
-    endpoint.host = options.host;
-    endpoint.port = options.port;
-    endpoint.user = options.user;
-    endpoint.password = options.password;
-    endpoint.database = options.database;
-    endpoint.tls_server_name = options.tls.server_name;
-    endpoint.tls_verify = options.tls.verify;
-    endpoint.tls_ca_file = options.tls.ca_file;
+  State(Options opts, redis_detail::Endpoint where) : options(std::move(opts)), endpoint(std::move(where)) {
     instance = uuid_v4();
     instance.erase(std::remove(instance.begin(), instance.end(), '-'), instance.end());
     instance.resize(16);
@@ -372,13 +364,9 @@ Result<std::unique_ptr<RedisTransport>> RedisTransport::open(Options options) {
   if (options.reconnect_backoff.count() <= 0 || options.reconnect_backoff_max < options.reconnect_backoff) {
     return unexpected(Errc::invalid_argument, "reconnect_backoff must be positive and at most reconnect_backoff_max");
   }
-  auto state = std::make_unique<State>(std::move(options));
-  if (state->options.tls.enabled) {
-    const TlsOptions& tls = state->options.tls;
-    auto context = redis_detail::make_tls_context(tls.ca_file, tls.cert_file, tls.key_file, tls.verify);
-    if (!context) return unexpected(context.error());
-    state->endpoint.tls = std::move(*context);
-  }
+  auto endpoint = redis_detail::endpoint_of(options);
+  if (!endpoint) return unexpected(endpoint.error());
+  auto state = std::make_unique<State>(std::move(options), std::move(*endpoint));
   {
     // Connect once now so that a wrong address, password or certificate is
     // reported by open(); the connection stays in the pool.
