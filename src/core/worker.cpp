@@ -180,6 +180,7 @@ class Worker::Impl {
     stop_requested_.store(true);
     std::lock_guard lock(mutex_);
     changed_.notify_all();
+    room_.notify_all();
   }
 
   WorkerMetrics metrics_;
@@ -205,10 +206,7 @@ class Worker::Impl {
       std::size_t room = 0;
       {
         std::unique_lock lock(mutex_);
-        // Refill when the buffer is half empty, not at every free slot: one
-        // receive then fetches a batch (a round trip and, on Redis or SQS, a
-        // server-side call per batch instead of per message).
-        changed_.wait(lock, [&] { return stop_requested_.load() || buffer_.size() <= options_.prefetch / 2; });
+        room_.wait(lock, [&] { return stop_requested_.load() || has_room(); });
         if (stop_requested_.load()) break;
         room = options_.prefetch - buffer_.size();
       }
@@ -243,11 +241,21 @@ class Worker::Impl {
       // A flight from the moment it is received: its lease is kept alive
       // while it waits in the buffer too.
       for (auto& d : *batch) buffer_.push_back(std::make_shared<Flight>(std::move(d)));
-      changed_.notify_all();
+      // Wake as many handlers as there are new messages, not every thread.
+      if (batch->size() == 1) {
+        work_ready_.notify_one();
+      } else {
+        work_ready_.notify_all();
+      }
     }
     summary.reason = RunSummary::Reason::stopped;
     return std::nullopt;
   }
+
+  // The receive loop refills when the buffer is half empty, not at every free
+  // slot: one receive then fetches a batch (a round trip and, on Redis or SQS,
+  // a server-side call per batch instead of per message). Under mutex_.
+  bool has_room() const { return buffer_.size() <= options_.prefetch / 2; }
 
   // True when nothing arrived for idle_for and nothing is buffered or running.
   bool idle(std::chrono::steady_clock::time_point& last_activity, std::chrono::milliseconds idle_for) {
@@ -287,6 +295,7 @@ class Worker::Impl {
         }
       }
       changed_.notify_all();
+      work_ready_.notify_all();
     }
     for (const auto& f : unstarted) release(f->delivery, {}, "the worker is stopping");
     for (const auto& flight : abandoned_) {
@@ -303,18 +312,19 @@ class Worker::Impl {
       std::shared_ptr<Flight> flight;
       {
         std::unique_lock lock(mutex_);
-        changed_.wait(lock, [&] { return shutting_down_ || !buffer_.empty(); });
+        work_ready_.wait(lock, [&] { return shutting_down_ || !buffer_.empty(); });
         if (buffer_.empty()) return;  // shutting down
         flight = std::move(buffer_.front());
         buffer_.pop_front();
         flights_.push_back(flight);
-        changed_.notify_all();  // room in the buffer
+        if (has_room()) room_.notify_one();  // the receive loop is the only waiter
       }
       process(*flight);
       std::lock_guard lock(mutex_);
       flights_.remove(flight);
       ++processed_;
-      changed_.notify_all();
+      // Only shutdown() waits for everything to be settled.
+      if (buffer_.empty() && flights_.empty()) changed_.notify_all();
     }
   }
 
@@ -597,7 +607,15 @@ class Worker::Impl {
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> no_delay_warned_{false};
+  // One mutex; three condition variables so that each event wakes only the
+  // threads that wait for it (one shared variable woke every handler twice
+  // per message):
+  //   work_ready_  handlers: a message is in the buffer, or shutting down
+  //   room_        the receive loop: the buffer is half empty, or stop
+  //   changed_     the rest: stop, shutdown, everything settled
   std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable room_;
   std::condition_variable changed_;
   std::deque<std::shared_ptr<Flight>> buffer_;  // received, not started
   std::list<std::shared_ptr<Flight>> flights_;  // being handled
