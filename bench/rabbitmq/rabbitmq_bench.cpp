@@ -17,6 +17,7 @@
 #include <babelqueue/url.hpp>
 #include <babelqueue/uuid.hpp>
 #include <babelqueue/value.hpp>
+#include <babelqueue/worker.hpp>
 
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
@@ -261,6 +262,25 @@ double sdk_consume(const Config& config, bq::RabbitmqTransport& transport, const
   return rate(config.messages, Clock::now() - start);
 }
 
+// What an application runs: a Worker with `concurrency` handler threads and
+// its default prefetch, a no-op handler, every message acked.
+double worker_consume(const Config& config, bq::RabbitmqTransport& transport, const std::string& queue,
+                      std::size_t concurrency) {
+  bq::WorkerOptions options;
+  options.concurrency = concurrency;
+  bq::Worker worker(transport, options);
+  std::atomic<int> handled{0};
+  worker.handle("urn:bench:orders:created", [&](const bq::Message&) { ++handled; });
+  const auto start = Clock::now();
+  bq::RunLimits limits;
+  limits.max_messages = static_cast<std::size_t>(config.messages);
+  auto summary = worker.run({queue}, limits);
+  const double result = rate(config.messages, Clock::now() - start);
+  if (!summary) die("worker run failed: " + summary.error().message());
+  if (handled.load() != config.messages) die("the worker handled " + std::to_string(handled.load()) + " messages");
+  return result;
+}
+
 std::unique_ptr<bq::RabbitmqTransport> open_sdk(const bq::RabbitmqTransport::Options& options) {
   auto transport = bq::RabbitmqTransport::open(options);
   if (!transport) die("cannot open the transport: " + transport.error().message());
@@ -317,7 +337,7 @@ int main(int argc, char** argv) {
               config.messages, body.size(), config.batch, config.rounds, url->redacted().c_str());
 
   auto transport = open_sdk(*options);
-  std::vector<double> raw_pubs, sdk_pubs, raw_c1s, raw_c4s, sdk_c1s, sdk_c4s, gets;
+  std::vector<double> raw_pubs, sdk_pubs, raw_c1s, raw_c4s, sdk_c1s, sdk_c4s, worker_c4s, gets;
   std::vector<std::string> queues;
   for (int round = 0; round < config.rounds; ++round) {
     const std::string tag = run + "-" + std::to_string(round);
@@ -331,7 +351,7 @@ int main(int argc, char** argv) {
     // value (the first receive asks for 16 / threads: 128 either way).
     const std::uint16_t prefetch = options->prefetch != 0 ? options->prefetch : bq::rabbitmq::auto_prefetch(16);
     const std::size_t first = queues.size();
-    for (const char* role : {"raw-c1", "sdk-c1", "raw-c4", "sdk-c4", "raw-get"}) {
+    for (const char* role : {"raw-c1", "sdk-c1", "raw-c4", "sdk-c4", "raw-get", "worker-c4"}) {
       queues.push_back(std::string("bench-") + role + "-" + tag);
       fill(*transport, queues.back(), body, config.messages);
     }
@@ -344,10 +364,14 @@ int main(int argc, char** argv) {
     sdk_c4s.push_back(sdk_consume(config, *consumer4, queues[first + 3], 4));
     consumer4->close();
     gets.push_back(raw_get(config, *options, queues[first + 4]));
+    auto worker_transport = open_sdk(*options);
+    worker_c4s.push_back(worker_consume(config, *worker_transport, queues[first + 5], 4));
+    worker_transport->close();
     std::fprintf(stderr,
-                 "round %d: publish raw %.0f sdk %.0f | c1 raw %.0f sdk %.0f | c4 raw %.0f sdk %.0f | get %.0f\n",
+                 "round %d: publish raw %.0f sdk %.0f | c1 raw %.0f sdk %.0f | c4 raw %.0f sdk %.0f worker %.0f | get "
+                 "%.0f\n",
                  round + 1, raw_pubs.back(), sdk_pubs.back(), raw_c1s.back(), sdk_c1s.back(), raw_c4s.back(),
-                 sdk_c4s.back(), gets.back());
+                 sdk_c4s.back(), worker_c4s.back(), gets.back());
   }
   const double raw_pub = median(raw_pubs);
   const double sdk_pub = median(sdk_pubs);
@@ -356,6 +380,7 @@ int main(int argc, char** argv) {
   const double raw_c4 = median(raw_c4s);
   const double sdk_c4 = median(sdk_c4s);
   const double get = median(gets);
+  const double worker_c4 = median(worker_c4s);
 
   std::printf("\n");
   line("raw confirmed publish (batched)", raw_pub);
@@ -364,12 +389,14 @@ int main(int argc, char** argv) {
   line("SDK receive+ack, concurrency 1", sdk_c1);
   line("raw basic.consume+ack, 4 consumers", raw_c4);
   line("SDK receive+ack, concurrency 4", sdk_c4);
+  line("SDK Worker consume+ack, concurrency 4", worker_c4);
   line("raw basic.get+ack (the Go SDK's pattern)", get);
   std::printf("\n");
   ratio("SDK / raw confirmed publish", sdk_pub / raw_pub, 0.9);
   ratio("SDK / raw consume+ack, concurrency 1", sdk_c1 / raw_c1, 0.9);
   ratio("SDK / raw consume+ack, concurrency 4", sdk_c4 / raw_c4, 0.9);
   ratio("SDK consume+ack c4 / raw basic.get+ack", sdk_c4 / get, 5.0);
+  ratio("SDK Worker c4 / raw basic.get+ack", worker_c4 / get, 5.0);
 
   // Leave nothing behind.
   amqp_connection_state_t conn = raw_connect(*options);

@@ -117,6 +117,7 @@ struct WorkerOptions {
   std::chrono::milliseconds lease_extension{0};
   DecodeOptions decode;
   WorkerHooks hooks;
+  // Where the worker logs; an empty function silences it.
   LogSink log = stderr_log_sink();
 };
 

@@ -591,7 +591,9 @@ class Worker::Impl {
     return caps_.native_delay ? options_.release_delay_on_error : std::chrono::milliseconds(0);
   }
 
-  void log(LogLevel level, std::string_view message) const { options_.log(level, message); }
+  void log(LogLevel level, std::string_view message) const {
+    if (options_.log) options_.log(level, message);  // an empty sink silences the worker
+  }
 
   void warn_once(std::atomic<bool>& flag, std::string_view message) {
     if (!flag.exchange(true)) log(LogLevel::warning, message);

@@ -171,6 +171,17 @@ TEST_P(WorkerTest, WithoutDeadLetteringAnExhaustedMessageIsDroppedAndLogged) {
   EXPECT_EQ(worker.metrics().snapshot().dropped, 1U);
 }
 
+TEST_P(WorkerTest, AnEmptyLogSinkSilencesTheWorker) {
+  auto o = options();
+  o.max_attempts = 1;
+  o.log = {};  // the drop below logs a warning: with no sink it is skipped
+  bq::Worker worker(transport(), o);
+  worker.handle("urn:a", [](const bq::Message&) { throw std::runtime_error("no"); });
+  ASSERT_TRUE(worker.publish("urn:a", {}));
+  for (int i = 0; i < 2; ++i) (void)worker.drain("orders");
+  EXPECT_EQ(worker.metrics().snapshot().dropped, 1U);
+}
+
 TEST_P(WorkerTest, NonStandardExceptionsAreIsolated) {
   auto o = options();
   o.max_attempts = 1;
