@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace babelqueue {
@@ -29,6 +30,21 @@ using TransportFactory = std::function<Result<std::unique_ptr<Transport>>(const 
 // The factory runs outside the registry's lock, on the thread that calls
 // open_transport().
 void register_transport(std::string scheme, TransportFactory factory);
+
+// The factory of a transport class T that has the usual pair
+// `static Result<Options> options_from_url(const Url&)` and
+// `static Result<std::unique_ptr<T>> open(Options)`: what each transport
+// library registers for its schemes.
+template <class T>
+TransportFactory url_factory() {
+  return [](const Url& url) -> Result<std::unique_ptr<Transport>> {
+    auto options = T::options_from_url(url);
+    if (!options) return unexpected(options.error());
+    auto transport = T::open(std::move(*options));
+    if (!transport) return unexpected(transport.error());
+    return std::unique_ptr<Transport>(std::move(*transport));
+  };
+}
 
 // The schemes that can be opened, sorted.
 std::vector<std::string> registered_schemes();

@@ -1268,15 +1268,7 @@ Result<void> KafkaTransport::ensure_topic(std::string_view topic) {
 
 namespace kafka {
 
-void register_transport() {
-  babelqueue::register_transport("kafka", [](const Url& url) -> Result<std::unique_ptr<Transport>> {
-    auto options = KafkaTransport::options_from_url(url);
-    if (!options) return unexpected(options.error());
-    auto transport = KafkaTransport::open(std::move(*options));
-    if (!transport) return unexpected(transport.error());
-    return std::unique_ptr<Transport>(std::move(*transport));
-  });
-}
+void register_transport() { babelqueue::register_transport("kafka", url_factory<KafkaTransport>()); }
 
 }  // namespace kafka
 }  // namespace babelqueue

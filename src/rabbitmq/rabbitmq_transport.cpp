@@ -1374,13 +1374,7 @@ std::string delay_bucket_queue(std::string_view queue, std::chrono::milliseconds
 }
 
 void register_transport() {
-  auto factory = [](const Url& url) -> Result<std::unique_ptr<Transport>> {
-    auto options = RabbitmqTransport::options_from_url(url);
-    if (!options) return unexpected(options.error());
-    auto transport = RabbitmqTransport::open(std::move(*options));
-    if (!transport) return unexpected(transport.error());
-    return std::unique_ptr<Transport>(std::move(*transport));
-  };
+  const TransportFactory factory = url_factory<RabbitmqTransport>();
   babelqueue::register_transport("amqp", factory);
   babelqueue::register_transport("amqps", factory);
 }

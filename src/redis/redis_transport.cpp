@@ -681,13 +681,7 @@ Result<RedisTransport::Options> RedisTransport::options_from_url(const Url& url)
 namespace redis {
 
 void register_transport() {
-  const auto factory = [](const Url& url) -> Result<std::unique_ptr<Transport>> {
-    auto options = RedisTransport::options_from_url(url);
-    if (!options) return unexpected(options.error());
-    auto transport = RedisTransport::open(std::move(*options));
-    if (!transport) return unexpected(transport.error());
-    return std::unique_ptr<Transport>(std::move(*transport));
-  };
+  const TransportFactory factory = url_factory<RedisTransport>();
   babelqueue::register_transport("redis", factory);
   babelqueue::register_transport("rediss", factory);
 }

@@ -546,15 +546,7 @@ void SqliteTransport::close(milliseconds deadline) {
 
 namespace sqlite {
 
-void register_transport() {
-  babelqueue::register_transport("sqlite", [](const Url& url) -> Result<std::unique_ptr<Transport>> {
-    auto options = SqliteTransport::options_from_url(url);
-    if (!options) return unexpected(options.error());
-    auto transport = SqliteTransport::open(std::move(*options));
-    if (!transport) return unexpected(transport.error());
-    return std::unique_ptr<Transport>(std::move(*transport));
-  });
-}
+void register_transport() { babelqueue::register_transport("sqlite", url_factory<SqliteTransport>()); }
 
 }  // namespace sqlite
 }  // namespace babelqueue

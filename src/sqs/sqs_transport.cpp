@@ -880,15 +880,7 @@ Result<Value> SqsTransport::request(std::string_view operation, const Value& inp
 
 namespace sqs {
 
-void register_transport() {
-  babelqueue::register_transport("sqs", [](const Url& url) -> Result<std::unique_ptr<Transport>> {
-    auto options = SqsTransport::options_from_url(url);
-    if (!options) return unexpected(options.error());
-    auto transport = SqsTransport::open(std::move(*options));
-    if (!transport) return unexpected(transport.error());
-    return std::unique_ptr<Transport>(std::move(*transport));
-  });
-}
+void register_transport() { babelqueue::register_transport("sqs", url_factory<SqsTransport>()); }
 
 }  // namespace sqs
 }  // namespace babelqueue
