@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -42,6 +44,33 @@ Projection project_by_decoding(std::string_view body) {
 
 namespace {
 
+// The offset of the first byte of text at or after from that is a quote, a
+// backslash or a control character (< 0x20); text.size() when none is. Eight
+// bytes at a time (SWAR): publish scans every body it sends.
+std::size_t find_string_special(std::string_view text, std::size_t from) noexcept {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
+  if constexpr (std::endian::native == std::endian::little) {
+    // In each test the lowest flagged byte is exact (a borrow only reaches
+    // higher bytes), which is the only one used.
+    while (from + 8 <= text.size()) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, text.data() + from, 8);
+      const std::uint64_t quote = word ^ (kOnes * '"');
+      const std::uint64_t backslash = word ^ (kOnes * '\\');
+      const std::uint64_t flags =
+          (((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) | ((word - kOnes * 0x20) & ~word)) & kHigh;
+      if (flags != 0) return from + static_cast<std::size_t>(std::countr_zero(flags) / 8);
+      from += 8;
+    }
+  }
+  for (; from < text.size(); ++from) {
+    const auto c = static_cast<unsigned char>(text[from]);
+    if (c == '"' || c == '\\' || c < 0x20) return from;
+  }
+  return text.size();
+}
+
 // A forward reader over JSON text; every method returns false on anything
 // it does not expect, which makes scan_fields() give up.
 class Scanner {
@@ -49,7 +78,8 @@ class Scanner {
   explicit Scanner(std::string_view text) : text_(text) {}
 
   void skip_space() noexcept {
-    while (pos_ < text_.size() &&
+    // Bodies written by the SDKs have no whitespace between tokens.
+    while (pos_ < text_.size() && static_cast<unsigned char>(text_[pos_]) <= ' ' &&
            (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r')) {
       ++pos_;
     }
@@ -60,10 +90,6 @@ class Scanner {
     ++pos_;
     return true;
   }
-  bool peek(char c) noexcept {
-    skip_space();
-    return pos_ < text_.size() && text_[pos_] == c;
-  }
   bool at_end() noexcept {
     skip_space();
     return pos_ == text_.size();
@@ -71,28 +97,29 @@ class Scanner {
   // A string without escapes or control characters.
   bool plain_string(std::string_view& out) noexcept {
     if (!take('"')) return false;
-    const std::size_t start = pos_;
-    while (pos_ < text_.size() && text_[pos_] != '"') {
-      const auto c = static_cast<unsigned char>(text_[pos_]);
-      if (c == '\\' || c < 0x20) return false;
-      ++pos_;
-    }
-    if (pos_ >= text_.size()) return false;
-    out = text_.substr(start, pos_ - start);
-    ++pos_;
+    const std::size_t end = find_string_special(text_, pos_);
+    if (end == text_.size() || text_[end] != '"') return false;
+    out = text_.substr(pos_, end - pos_);
+    pos_ = end + 1;
     return true;
   }
   // An integer without fraction or exponent, as JSON writes it.
   bool integer(std::int64_t& out) noexcept {
     skip_space();
-    const std::size_t start = pos_;
-    if (pos_ < text_.size() && text_[pos_] == '-') ++pos_;
+    const bool negative = pos_ < text_.size() && text_[pos_] == '-';
+    if (negative) ++pos_;
     const std::size_t digits = pos_;
-    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
+    // At most 18 digits, which always fit; a longer number is left to the decoder.
+    std::int64_t value = 0;
+    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+      if (pos_ - digits == 18) return false;
+      value = value * 10 + (text_[pos_] - '0');
+      ++pos_;
+    }
     if (pos_ == digits || (text_[digits] == '0' && pos_ - digits > 1)) return false;
     if (pos_ < text_.size() && (text_[pos_] == '.' || text_[pos_] == 'e' || text_[pos_] == 'E')) return false;
-    auto [end, error] = std::from_chars(text_.data() + start, text_.data() + pos_, out);
-    return error == std::errc() && end == text_.data() + pos_;
+    out = negative ? -value : value;
+    return true;
   }
   // Any value, skipped: strings (escapes included), objects and arrays by
   // nesting, literals and numbers up to the next delimiter.
@@ -103,10 +130,7 @@ class Scanner {
       if (pos_ >= text_.size()) return false;
       const char c = text_[pos_];
       if (c == '"') {
-        ++pos_;
-        while (pos_ < text_.size() && text_[pos_] != '"') pos_ += text_[pos_] == '\\' ? 2 : 1;
-        if (pos_ >= text_.size()) return false;
-        ++pos_;
+        if (!skip_string()) return false;
       } else if (c == '{' || c == '[') {
         ++depth;
         ++pos_;
@@ -129,6 +153,25 @@ class Scanner {
   }
 
  private:
+  // Skips the string at pos_ (its opening quote), escapes included: memchr
+  // finds each quote, and the backslashes before it tell whether it ends the
+  // string. Lenient (a raw control character is not looked for): only the six
+  // fields the scan reads are checked strictly.
+  bool skip_string() noexcept {
+    std::size_t from = pos_ + 1;
+    for (;;) {
+      const std::size_t quote = text_.find('"', from);
+      if (quote == std::string_view::npos) return false;
+      std::size_t backslashes = 0;
+      while (quote - backslashes > from && text_[quote - backslashes - 1] == '\\') ++backslashes;
+      if (backslashes % 2 == 0) {
+        pos_ = quote + 1;
+        return true;
+      }
+      from = quote + 1;
+    }
+  }
+
   std::string_view text_;
   std::size_t pos_ = 0;
 };
@@ -139,16 +182,21 @@ class Scanner {
 template <class Member>
 bool scan_object(Scanner& in, Member&& member) noexcept {
   if (in.take('}')) return true;
-  std::array<std::string_view, 16> seen{};  // a repeated key makes the decoder refuse the body
+  // A repeated key makes the decoder refuse the body, so the scan does too.
+  // (Plain arrays, left uninitialized: this runs for every published record.)
+  constexpr std::size_t kMaxKeys = 16;
+  const char* seen_data[kMaxKeys];
+  std::size_t seen_size[kMaxKeys];
   std::size_t count = 0;
   do {
     std::string_view key;
-    if (!in.plain_string(key) || count == seen.size()) return false;
-    if (std::find(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(count), key) !=
-        seen.begin() + static_cast<std::ptrdiff_t>(count)) {
-      return false;
+    if (!in.plain_string(key) || count == kMaxKeys) return false;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (seen_size[i] == key.size() && std::memcmp(seen_data[i], key.data(), key.size()) == 0) return false;
     }
-    seen[count++] = key;
+    seen_data[count] = key.data();
+    seen_size[count] = key.size();
+    ++count;
     if (!in.take(':') || !member(key)) return false;
   } while (in.take(','));
   return in.take('}');

@@ -95,7 +95,7 @@ struct DeliveryGroup {
 class DeliveryReports final : public RdKafka::DeliveryReportCb {
  public:
   void dr_cb(RdKafka::Message& message) override {
-    // produce() waits until every record it produced was reported (purged
+    // A Publication waits until every record it produced was reported (purged
     // records are reported too), so the group outlives its reports.
     auto* group = static_cast<DeliveryGroup*>(message.msg_opaque());
     if (group != nullptr) group->report(message);
@@ -236,6 +236,53 @@ struct PartitionOrder {
   }
 };
 
+// Records fetched and waiting to be handed out, oldest first. A vector with a
+// read index, not a std::deque: a Delivery is big enough that a deque would
+// allocate a block for every two of them.
+class ReadyRecords {
+ public:
+  bool empty() const noexcept { return head_ == records_.size(); }
+  std::size_t size() const noexcept { return records_.size() - head_; }
+
+  // A new record at the back, to be filled in place.
+  Delivery& emplace_back() {
+    if (empty()) clear();  // reuses the storage
+    return records_.emplace_back();
+  }
+
+  // Moves up to max records, oldest first, to the back of out.
+  void take(std::size_t max, std::vector<Delivery>& out) {
+    out.reserve(out.size() + std::min(max, size()));
+    for (std::size_t n = 0; n < max && !empty(); ++n) out.push_back(std::move(records_[head_++]));
+    if (empty()) {
+      clear();
+    } else if (head_ >= 1024 && head_ * 2 >= records_.size()) {
+      compact();  // a reader that never catches up does not grow it forever
+    }
+  }
+
+  // Removes the waiting records for which drop(record) is true.
+  template <class Drop>
+  void erase_if(Drop&& drop) {
+    compact();
+    std::erase_if(records_, std::forward<Drop>(drop));
+  }
+
+  void clear() noexcept {
+    records_.clear();
+    head_ = 0;
+  }
+
+ private:
+  void compact() {
+    records_.erase(records_.begin(), records_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
+
+  std::vector<Delivery> records_;
+  std::size_t head_ = 0;  // the oldest waiting record
+};
+
 struct Track {
   std::uint64_t generation = 0;
   std::string topic;
@@ -243,7 +290,7 @@ struct Track {
   PartitionProgress progress;
   // Where its records wait to be handed out, and the queue name they report
   // (nodes of the transport's ready map, found once).
-  std::deque<Delivery>* ready = nullptr;
+  ReadyRecords* ready = nullptr;
   const std::string* queue = nullptr;
 };
 
@@ -281,7 +328,7 @@ class KafkaTransport::State {
     }
     producer_.reset(RdKafka::Producer::create(conf.get(), error));
     if (!producer_) return unexpected(Errc::invalid_argument, "could not create the Kafka producer: " + error);
-    // No polling thread: every produce() waits for its delivery reports and
+    // No polling thread: every Publication waits for its delivery reports and
     // serves them itself (DeliveryGroup::wait).
     return {};
   }
@@ -298,16 +345,22 @@ class KafkaTransport::State {
     return {};
   }
 
-  // Produces records and waits for every delivery report.
-  Result<void> produce(std::span<OutgoingRecord> records) {
-    std::shared_lock life(lifetime_);
-    if (closed_.load()) return unexpected(Errc::closed, "the Kafka transport is closed");
-    auto group = std::make_shared<DeliveryGroup>();
-    group->remaining = records.size();
-    std::size_t produced = 0;
-    std::optional<ErrorInfo> produce_error;
-    rd_kafka_t* rk = producer_->c_ptr();
-    for (OutgoingRecord& out : records) {
+  // One publish in progress: each record is handed to librdkafka as soon as
+  // it is built (so the broker thread sends while the next ones are being
+  // prepared), then finish() waits for every delivery report. Holds the
+  // producer alive (lifetime_ shared) until it is destroyed.
+  class Publication {
+   public:
+    explicit Publication(State& state) : state_(state), life_(state.lifetime_) {}
+    Publication(const Publication&) = delete;
+    Publication& operator=(const Publication&) = delete;
+    // librdkafka points at group_ until each report is served.
+    ~Publication() { (void)finish(); }
+
+    // Produces out (its headers then belong to librdkafka). An error when
+    // librdkafka refuses it; the records produced before it still count.
+    Result<void> add(OutgoingRecord& out) {
+      if (state_.closed_.load()) return unexpected(Errc::closed, "the Kafka transport is closed");
       rd_kafka_vu_t fields[7];
       fields[0].vtype = RD_KAFKA_VTYPE_TOPIC;
       fields[0].u.cstr = out.topic.data();
@@ -322,7 +375,7 @@ class KafkaTransport::State {
       fields[4].vtype = RD_KAFKA_VTYPE_HEADERS;
       fields[4].u.headers = out.headers.get();
       fields[5].vtype = RD_KAFKA_VTYPE_OPAQUE;
-      fields[5].u.ptr = group.get();
+      fields[5].u.ptr = &group_;
       std::size_t count = 6;
       if (out.has_key) {
         fields[6].vtype = RD_KAFKA_VTYPE_KEY;
@@ -330,35 +383,57 @@ class KafkaTransport::State {
         fields[6].u.mem.size = out.key.size();
         count = 7;
       }
+      {
+        // Another publishing thread may serve this group's reports.
+        std::lock_guard lock(group_.mutex);
+        ++group_.remaining;
+      }
+      rd_kafka_t* rk = state_.producer_->c_ptr();
       rd_kafka_resp_err_t code = RD_KAFKA_RESP_ERR_NO_ERROR;
       std::optional<Clock::time_point> deadline;  // taken only when the queue is full
       for (;;) {
         rd_kafka_error_t* error = rd_kafka_produceva(rk, fields, count);
         code = error ? rd_kafka_error_code(error) : RD_KAFKA_RESP_ERR_NO_ERROR;
         if (error) rd_kafka_error_destroy(error);
-        if (code != RD_KAFKA_RESP_ERR__QUEUE_FULL || closed_.load()) break;
-        if (!deadline) deadline = Clock::now() + options_.publish_timeout;
+        if (code != RD_KAFKA_RESP_ERR__QUEUE_FULL || state_.closed_.load()) break;
+        if (!deadline) deadline = Clock::now() + state_.options_.publish_timeout;
         if (Clock::now() >= *deadline) break;
-        std::this_thread::sleep_for(milliseconds(2));  // the poller drains delivery reports
+        // The queue empties as delivery reports are served, and only
+        // publishers serve them: serve some.
+        state_.producer_->poll(2);
       }
       if (code != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        produce_error.emplace(errc_of(static_cast<RdKafka::ErrorCode>(code)),
-                              "could not produce to topic " + std::string(out.topic) + ": " + rd_kafka_err2str(code));
-        break;
+        std::lock_guard lock(group_.mutex);
+        --group_.remaining;
+        return unexpected(errc_of(static_cast<RdKafka::ErrorCode>(code)),
+                          "could not produce to topic " + std::string(out.topic) + ": " + rd_kafka_err2str(code));
       }
       (void)out.headers.release();  // librdkafka owns them now
-      ++produced;
+      ++produced_;
+      return {};
     }
-    if (produced < records.size()) {
-      std::lock_guard lock(group->mutex);
-      group->remaining -= records.size() - produced;
+
+    // Waits for the report of every record produced: the first failure, if any.
+    Result<void> finish() {
+      if (produced_ == 0) return {};  // (after close() the producer may be gone)
+      return group_.wait(*state_.producer_);
     }
-    auto reported = group->wait(*producer_);
-    if (produce_error) {
-      return unexpected(produce_error->code(), produce_error->message() + " (" + std::to_string(produced) +
-                                                   " earlier records of the batch were published)");
-    }
-    return reported;
+
+    std::size_t produced() const noexcept { return produced_; }
+
+   private:
+    State& state_;
+    std::shared_lock<std::shared_mutex> life_;
+    DeliveryGroup group_;
+    std::size_t produced_ = 0;
+  };
+
+  // Produces one record and waits for its delivery report.
+  Result<void> produce_one(OutgoingRecord& out) {
+    if (closed_.load()) return unexpected(Errc::closed, "the Kafka transport is closed");
+    Publication publication(*this);
+    if (auto added = publication.add(out); !added) return added;
+    return publication.finish();
   }
 
   // ---- topics ----
@@ -515,35 +590,78 @@ class KafkaTransport::State {
     } else {
       if (auto ensured = ensure_topic(topic); !ensured) return ensured;
     }
-    return produce(std::span<OutgoingRecord>(&out, 1));
+    return produce_one(out);
   }
 
   Result<void> publish_batch(std::span<const OutgoingMessage> messages) {
     if (closed_.load()) return unexpected(Errc::closed, "the Kafka transport is closed");
-    std::vector<OutgoingRecord> records;
-    records.reserve(messages.size());
-    std::deque<std::string> topics;  // stable storage for the records' topic names
-    std::string_view previous_queue;
-    for (const OutgoingMessage& message : messages) {
-      if (message.queue.empty()) return unexpected(Errc::invalid_argument, "publish needs a topic name");
-      if (message.options.delay.count() > 0) {
-        // Parked records go one by one (a retry topic per tier).
-        if (!records.empty()) {
-          if (auto sent = produce(records); !sent) return sent;
-          records.clear();
+    std::size_t published = 0;  // confirmed, for the error message
+    std::optional<Publication> publication;
+    // The records of publication are confirmed (or the first failure).
+    auto confirm = [&]() -> Result<void> {
+      if (!publication) return {};
+      auto reported = publication->finish();
+      if (reported) published += publication->produced();
+      publication.reset();
+      return reported;
+    };
+    auto failed = [&](const ErrorInfo& error) -> Result<void> {
+      const std::size_t before = published + (publication ? publication->produced() : 0);
+      (void)confirm();
+      return unexpected(error.code(), error.message() + " (" + std::to_string(before) +
+                                          " earlier records of the batch were produced)");
+    };
+    // Records are built a chunk at a time, then produced together: the
+    // broker thread starts sending the first chunk while the next is built,
+    // and is woken once per chunk rather than once per record.
+    constexpr std::size_t kChunk = 64;
+    std::vector<OutgoingRecord> built;
+    built.reserve(std::min(messages.size(), kChunk));
+    auto produce_built = [&]() -> Result<void> {
+      if (built.empty()) return {};
+      if (!publication) publication.emplace(*this);
+      for (OutgoingRecord& out : built) {
+        if (auto added = publication->add(out); !added) {
+          built.clear();
+          return failed(added.error());
         }
-        if (auto sent = publish(message.queue, message.body, message.options, std::nullopt); !sent) return sent;
+      }
+      built.clear();
+      return {};
+    };
+    std::string topic;  // the topic of previous_queue; the built records keep views of it
+    std::string_view previous_queue;
+    bool have_topic = false;
+    for (const OutgoingMessage& message : messages) {
+      if (message.queue.empty()) {
+        (void)produce_built();
+        return failed(ErrorInfo(Errc::invalid_argument, "publish needs a topic name"));
+      }
+      if (message.options.delay.count() > 0) {
+        // Parked records go one by one (a retry topic per tier), after the
+        // records before them are confirmed.
+        if (auto sent = produce_built(); !sent) return sent;
+        if (auto sent = confirm(); !sent) return sent;
+        if (auto sent = publish(message.queue, message.body, message.options, std::nullopt); !sent) {
+          return failed(sent.error());
+        }
+        ++published;
         continue;
       }
-      if (topics.empty() || message.queue != previous_queue) {
-        topics.push_back(record::topic_for_queue(message.queue));
-        if (auto ensured = ensure_topic(topics.back()); !ensured) return ensured;
+      if (!have_topic || message.queue != previous_queue) {
+        if (auto sent = produce_built(); !sent) return sent;
+        topic = record::topic_for_queue(message.queue);
+        if (auto ensured = ensure_topic(topic); !ensured) return failed(ensured.error());
         previous_queue = message.queue;
+        have_topic = true;
       }
-      fill_record(records.emplace_back(), topics.back(), message.body, message.options, std::nullopt);
+      fill_record(built.emplace_back(), topic, message.body, message.options, std::nullopt);
+      if (built.size() == kChunk) {
+        if (auto sent = produce_built(); !sent) return sent;
+      }
     }
-    if (records.empty()) return {};
-    return produce(records);
+    if (auto sent = produce_built(); !sent) return sent;
+    return confirm();
   }
 
   // ---- consumer ----
@@ -553,7 +671,6 @@ class KafkaTransport::State {
     explicit Rebalance(State& state) : state_(state) {}
     void rebalance_cb(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCode err,
                       std::vector<RdKafka::TopicPartition*>& partitions) override {
-      ++state_.rebalances_;
       if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
         state_.on_assigned(partitions);
         consumer->assign(partitions);
@@ -592,6 +709,7 @@ class KafkaTransport::State {
     }
     consumer_.reset(RdKafka::KafkaConsumer::create(conf.get(), error));
     if (!consumer_) return unexpected(Errc::invalid_argument, "could not create the Kafka consumer: " + error);
+    consumer_queue_ = rd_kafka_queue_get_consumer(consumer_->c_ptr());
     committer_ = std::thread([this] { commit_loop(); });
     return {};
   }
@@ -647,7 +765,7 @@ class KafkaTransport::State {
     // stops before them and the next owner reads them again.
     std::map<PartitionKey, std::size_t> dropped;
     for (auto& [queue, records] : ready_) {
-      std::erase_if(records, [&](const Delivery& d) {
+      records.erase_if([&](const Delivery& d) {
         auto parts = parse_token(d);
         auto track = parts ? by_generation_.find(parts->generation) : by_generation_.end();
         if (track == by_generation_.end()) return true;  // of an earlier assignment
@@ -736,11 +854,7 @@ class KafkaTransport::State {
         auto found = ready_.find(queue);
         if (found != ready_.end() && !found->second.empty()) {
           std::vector<Delivery> out;
-          out.reserve(std::min(max, found->second.size()));
-          while (out.size() < max && !found->second.empty()) {
-            out.push_back(std::move(found->second.front()));
-            found->second.pop_front();
-          }
+          found->second.take(max, out);
           return out;
         }
       }
@@ -765,52 +879,61 @@ class KafkaTransport::State {
   }
 
   // Polls up to one batch of records. Called with consumer_mutex_ held.
+  // Waits up to first_wait for the first one with rd_kafka_consumer_poll(),
+  // which also serves the rebalance callbacks, then takes what is already
+  // fetched in one rd_kafka_consume_batch_queue() call without waiting (it
+  // would wait for a full batch): one queue lock for the batch and no C++
+  // wrapper per record. Records of a partition that was revoked meanwhile
+  // find no Track and are dropped; librdkafka itself drops from the batch the
+  // records of an earlier assignment of a partition assigned again.
   Result<void> poll(milliseconds first_wait) {
-    std::vector<std::unique_ptr<RdKafka::Message>> batch;
-    batch.reserve(64);
-    std::uint64_t epoch = rebalances_.load();
-    int timeout = to_int_ms(first_wait);
+    constexpr std::size_t kBatch = 500;
+    rd_kafka_t* rk = consumer_->c_ptr();
+    rd_kafka_message_t* first = rd_kafka_consumer_poll(rk, to_int_ms(first_wait));
+    if (first == nullptr) return {};  // nothing within first_wait
+    polled_.resize(kBatch);
+    polled_[0] = first;
+    const ssize_t more = rd_kafka_consume_batch_queue(consumer_queue_, 0, polled_.data() + 1, kBatch - 1);
+    polled_.resize(1 + static_cast<std::size_t>(std::max<ssize_t>(more, 0)));
     Result<void> outcome;
-    for (int taken = 0; taken < 500; ++taken) {
-      std::unique_ptr<RdKafka::Message> message(consumer_->consume(timeout));
-      timeout = 0;
-      if (rebalances_.load() != epoch) {
-        // A rebalance ran inside consume(): what was collected before it
-        // belongs to the old assignment and is fetched again.
-        batch.clear();
-        epoch = rebalances_.load();
-      }
-      const RdKafka::ErrorCode code = message->err();
-      if (code == RdKafka::ERR_NO_ERROR) {
-        batch.push_back(std::move(message));
-        continue;
-      }
-      if (code == RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED || code == RdKafka::ERR_GROUP_AUTHORIZATION_FAILED ||
-          code == RdKafka::ERR__AUTHENTICATION) {
-        outcome =
-            unexpected(Errc::auth, "Kafka refused the consumer (group " + options_.group + "): " + message->errstr());
-      } else if (code == RdKafka::ERR__FATAL) {
-        std::string reason;
-        consumer_->fatal_error(reason);
-        outcome = unexpected(Errc::broker, "the Kafka consumer failed: " + reason);
-      }
-      // Otherwise nothing more now (timed out), or a connection loss or a
-      // broker restart, which librdkafka recovers from by itself.
-      break;
-    }
-    if (!batch.empty()) {
+    {
       std::lock_guard lock(state_mutex_);
       Track* track = nullptr;
-      for (const auto& message : batch) track = take(*message, track);
+      for (rd_kafka_message_t* message : polled_) {
+        if (message->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+          track = take(message, track);
+        } else if (outcome) {
+          outcome = consumer_error(message);
+        }
+      }
     }
+    for (rd_kafka_message_t* message : polled_) rd_kafka_message_destroy(message);
+    polled_.clear();
     return outcome;
+  }
+
+  // What a consumer error record means for receive(): authorization and
+  // fatal errors fail it; anything else (a connection loss, a broker
+  // restart) librdkafka recovers from by itself.
+  Result<void> consumer_error(const rd_kafka_message_t* message) {
+    const rd_kafka_resp_err_t code = message->err;
+    if (code == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED || code == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ||
+        code == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
+      return unexpected(
+          Errc::auth, "Kafka refused the consumer (group " + options_.group + "): " + rd_kafka_message_errstr(message));
+    }
+    if (code == RD_KAFKA_RESP_ERR__FATAL) {
+      std::string reason;
+      consumer_->fatal_error(reason);
+      return unexpected(Errc::broker, "the Kafka consumer failed: " + reason);
+    }
+    return {};
   }
 
   // Files one polled record. Called with consumer_mutex_ and state_mutex_
   // held; last is the previous record's partition (most are the same).
   // Reads the record through the C API, so nothing is copied but what is kept.
-  Track* take(RdKafka::Message& message, Track* last) {
-    const rd_kafka_message_t* raw = message.c_ptr();
+  Track* take(const rd_kafka_message_t* raw, Track* last) {
     const std::string_view topic = rd_kafka_topic_name(raw->rkt);
     const std::int32_t partition = raw->partition;
     const std::int64_t offset = raw->offset;
@@ -840,7 +963,7 @@ class KafkaTransport::State {
 
     if (!retry_topics_.empty()) {
       if (auto retry = retry_topics_.find(topic); retry != retry_topics_.end()) {
-        park(message, retry->second, value, key, raw->key_len, each_header);
+        park(raw, retry->second, value, key, raw->key_len, each_header);
         return track;
       }
     }
@@ -875,9 +998,8 @@ class KafkaTransport::State {
 
   // Holds a retry-topic record until it is due. Called with both mutexes held.
   template <class EachHeader>
-  void park(RdKafka::Message& message, const std::pair<std::string, milliseconds>& retry, std::string_view value,
+  void park(const rd_kafka_message_t* raw, const std::pair<std::string, milliseconds>& retry, std::string_view value,
             const char* key, std::size_t key_size, EachHeader&& each_header) {
-    const rd_kafka_message_t* raw = message.c_ptr();
     const PartitionKey where{rd_kafka_topic_name(raw->rkt), raw->partition};
     ParkedRecord parked;
     parked.offset = raw->offset;
@@ -935,7 +1057,7 @@ class KafkaTransport::State {
         if (parked.key) out.key = *parked.key;
         for (const auto& [name, value] : parked.headers) add_header(out.headers.get(), name, value);
         if (auto envelope = Envelope::decode(parked.value)) out.timestamp = envelope->created_at().value_or(0);
-        auto sent = produce(std::span<OutgoingRecord>(&out, 1));
+        auto sent = produce_one(out);
         std::lock_guard lock(state_mutex_);
         if (!sent) {
           // Not confirmed: it and the records after it wait another second.
@@ -1135,6 +1257,8 @@ class KafkaTransport::State {
           for (auto& [queue, records] : ready_) records.clear();  // the nodes stay: tracks point at them
         }
         consumer_->close();  // leaves the group; the revoke callback commits what is done
+        rd_kafka_queue_destroy(consumer_queue_);
+        consumer_queue_ = nullptr;
         consumer_.reset();
       }
     }
@@ -1144,13 +1268,12 @@ class KafkaTransport::State {
       producer_->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
       producer_->poll(0);  // serves the purged records' reports
     }
-    std::unique_lock life(lifetime_);  // every produce() has had its reports
+    std::unique_lock life(lifetime_);  // every Publication has had its reports
     if (producer_) producer_->poll(0);
     producer_.reset();
   }
 
   std::atomic<bool> closed_{false};
-  std::atomic<std::uint64_t> rebalances_{0};  // rebalance callbacks so far
 
  private:
   DeliveryReports delivery_reports_;
@@ -1165,6 +1288,8 @@ class KafkaTransport::State {
 
   std::mutex consumer_mutex_;  // serialises consumer calls (poll, subscribe)
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
+  rd_kafka_queue_t* consumer_queue_ = nullptr;  // consumer_'s queue, for batch polls
+  std::vector<rd_kafka_message_t*> polled_;     // poll()'s batch (consumer_mutex_)
   std::set<std::string, std::less<>> subscribed_queues_;
   std::vector<std::string> subscription_;
 
@@ -1176,7 +1301,7 @@ class KafkaTransport::State {
   std::uint64_t generation_ = 0;
   std::map<PartitionKey, Track, PartitionOrder> tracks_;
   std::unordered_map<std::uint64_t, Track*> by_generation_;  // into tracks_
-  std::map<std::string, std::deque<Delivery>, std::less<>> ready_;
+  std::map<std::string, ReadyRecords, std::less<>> ready_;
   std::map<std::string, std::string, std::less<>> queue_names_;                            // topic -> queue
   std::map<std::string, std::pair<std::string, milliseconds>, std::less<>> retry_topics_;  // retry topic -> queue, tier
   std::map<PartitionKey, std::deque<ParkedRecord>> parked_;

@@ -155,6 +155,8 @@ TEST(KafkaRecord, TheScanProjectsExactlyWhatDecodingProjects) {
   for (const auto& data :
        {bq::Value::object({{"n", 1}}),
         bq::Value::object({{"s", "a \"quoted\" \\ text } ] {"}, {"list", bq::Value::array({1, 2})}}),
+        // Strings ending in backslashes, an escaped quote after escaped backslashes.
+        bq::Value::object({{"b", "back\\"}, {"bb", "\\\\"}, {"q", "\\\"\\"}, {"after", "x"}}),
         bq::Value::object({{"nested", bq::Value::object({{"deep", bq::Value::array({bq::Value::object()})}})},
                            {"f", 1.5e-7},
                            {"t", true},
@@ -163,6 +165,8 @@ TEST(KafkaRecord, TheScanProjectsExactlyWhatDecodingProjects) {
     ASSERT_TRUE(env);
     bodies.emplace_back(env->body());
     bodies.push_back(*env->encode_with_attempts(7));
+    // What the SDKs write is read by the scan itself, whatever the data holds.
+    EXPECT_TRUE(bq::kafka::detail::scan_fields(bodies.back())) << bodies.back();
   }
   const std::string base =
       R"({"job":"urn:a","trace_id":"t","data":{},"meta":{"id":"i","queue":"q","lang":"go","schema_version":1,"created_at":5},"attempts":2})";
