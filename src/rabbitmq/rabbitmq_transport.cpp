@@ -348,8 +348,11 @@ class RabbitmqTransport::State {
     for (auto& [queue, consumer] : consumers_) consumer.ready->notify_all();
   }
 
+  // Wakes the I/O thread if it sleeps. One write per sleep: the requests
+  // that follow before it wakes are all taken in its next turn.
   void wake_locked() {
     if (io_sleeping_) {
+      io_sleeping_ = false;
       const std::uint64_t one = 1;
       [[maybe_unused]] const auto written = ::write(wake_fd_, &one, sizeof one);
     }
