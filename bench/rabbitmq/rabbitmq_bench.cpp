@@ -8,7 +8,9 @@
 //             transport with 1 and 4 threads looping receive() + ack()
 //   basic.get a raw basic.get + ack loop: the Go SDK's consume pattern
 //
-// Usage: babelqueue_bench_rabbitmq [--url URL] [--messages N] [--batch N] [--rounds N]
+// Usage: babelqueue_bench_rabbitmq [--url URL] [--messages N] [--batch N] [--rounds N] [--only NAME]
+// (--only runs one measurement, for profiling: publish, raw-c1, sdk-c1,
+// raw-c4, sdk-c4, raw-get or worker-c4)
 // (URL default: $BABELQUEUE_URL, else amqp://guest:guest@127.0.0.1:5672/%2F).
 // Each round runs every measurement once, raw and SDK interleaved; the
 // figures are the medians over the rounds (a shared machine is noisy).
@@ -25,10 +27,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -42,6 +46,7 @@ struct Config {
   int messages = 20000;
   int batch = 100;
   int rounds = 3;
+  std::string only;  // one measurement; empty: all
 };
 
 [[noreturn]] void die(const std::string& why) {
@@ -288,13 +293,18 @@ std::unique_ptr<bq::RabbitmqTransport> open_sdk(const bq::RabbitmqTransport::Opt
 }
 
 double median(std::vector<double> values) {
+  if (values.empty()) return 0;  // not measured (--only)
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
 }
 
-void line(const char* name, double value) { std::printf("%-44s %10.0f msg/s\n", name, value); }
+void line(const char* name, double value) {
+  if (value <= 0) return;  // not measured
+  std::printf("%-44s %10.0f msg/s\n", name, value);
+}
 
 void ratio(const char* name, double value, double target) {
+  if (!(value > 0) || !std::isfinite(value)) return;  // a side not measured
   std::printf("%-44s %9.2fx  (target >= %.2fx: %s)\n", name, value, target, value >= target ? "met" : "NOT met");
 }
 
@@ -314,8 +324,10 @@ int main(int argc, char** argv) {
       config.batch = std::atoi(argv[i + 1]);
     } else if (flag == "--rounds") {
       config.rounds = std::atoi(argv[i + 1]);
+    } else if (flag == "--only") {
+      config.only = argv[i + 1];
     } else {
-      die("unknown option " + flag + " (use --url, --messages, --batch)");
+      die("unknown option " + flag + " (use --url, --messages, --batch, --rounds, --only)");
     }
   }
   if (config.messages <= 0 || config.batch <= 0 || config.rounds <= 0) {
@@ -341,37 +353,52 @@ int main(int argc, char** argv) {
   std::vector<std::string> queues;
   for (int round = 0; round < config.rounds; ++round) {
     const std::string tag = run + "-" + std::to_string(round);
-    queues.push_back("bench-raw-pub-" + tag);
-    raw_pubs.push_back(raw_confirmed_publish(config, *options, queues.back(), body));
-    queues.push_back("bench-sdk-pub-" + tag);
-    sdk_pubs.push_back(sdk_confirmed_publish(config, *transport, queues.back(), body));
+    auto wanted = [&config](std::string_view name) { return config.only.empty() || config.only == name; };
+    if (wanted("publish")) {
+      queues.push_back("bench-raw-pub-" + tag);
+      raw_pubs.push_back(raw_confirmed_publish(config, *options, queues.back(), body));
+      queues.push_back("bench-sdk-pub-" + tag);
+      sdk_pubs.push_back(sdk_confirmed_publish(config, *transport, queues.back(), body));
+    }
 
     // The consume figures read queues filled beforehand (outside the clock).
     // The QoS the SDK's consumers get: the URL's prefetch, else its auto
     // value (the first receive asks for 16 / threads: 128 either way).
     const std::uint16_t prefetch = options->prefetch != 0 ? options->prefetch : bq::rabbitmq::auto_prefetch(16);
-    const std::size_t first = queues.size();
-    for (const char* role : {"raw-c1", "sdk-c1", "raw-c4", "sdk-c4", "raw-get", "worker-c4"}) {
+    auto filled = [&](const char* role) {
       queues.push_back(std::string("bench-") + role + "-" + tag);
       fill(*transport, queues.back(), body, config.messages);
+      return queues.back();
+    };
+    if (wanted("raw-c1")) raw_c1s.push_back(raw_consume(config, *options, filled("raw-c1"), 1, prefetch));
+    // A fresh transport per SDK measurement, closed (its consumer cancelled) after it.
+    auto with_sdk = [&](const char* role, auto&& measure) {
+      const std::string queue = filled(role);
+      auto sdk = open_sdk(*options);
+      const double result = measure(*sdk, queue);
+      sdk->close();
+      return result;
+    };
+    auto sdk_threads = [&](int threads) {
+      return [&config, threads](bq::RabbitmqTransport& sdk, const std::string& queue) {
+        return sdk_consume(config, sdk, queue, threads);
+      };
+    };
+    if (wanted("sdk-c1")) sdk_c1s.push_back(with_sdk("sdk-c1", sdk_threads(1)));
+    if (wanted("raw-c4")) raw_c4s.push_back(raw_consume(config, *options, filled("raw-c4"), 4, prefetch));
+    if (wanted("sdk-c4")) sdk_c4s.push_back(with_sdk("sdk-c4", sdk_threads(4)));
+    if (wanted("raw-get")) gets.push_back(raw_get(config, *options, filled("raw-get")));
+    if (wanted("worker-c4")) {
+      worker_c4s.push_back(with_sdk("worker-c4", [&config](bq::RabbitmqTransport& sdk, const std::string& queue) {
+        return worker_consume(config, sdk, queue, 4);
+      }));
     }
-    raw_c1s.push_back(raw_consume(config, *options, queues[first], 1, prefetch));
-    auto consumer1 = open_sdk(*options);
-    sdk_c1s.push_back(sdk_consume(config, *consumer1, queues[first + 1], 1));
-    consumer1->close();
-    raw_c4s.push_back(raw_consume(config, *options, queues[first + 2], 4, prefetch));
-    auto consumer4 = open_sdk(*options);
-    sdk_c4s.push_back(sdk_consume(config, *consumer4, queues[first + 3], 4));
-    consumer4->close();
-    gets.push_back(raw_get(config, *options, queues[first + 4]));
-    auto worker_transport = open_sdk(*options);
-    worker_c4s.push_back(worker_consume(config, *worker_transport, queues[first + 5], 4));
-    worker_transport->close();
+    auto last = [](const std::vector<double>& values) { return values.empty() ? 0.0 : values.back(); };
     std::fprintf(stderr,
                  "round %d: publish raw %.0f sdk %.0f | c1 raw %.0f sdk %.0f | c4 raw %.0f sdk %.0f worker %.0f | get "
                  "%.0f\n",
-                 round + 1, raw_pubs.back(), sdk_pubs.back(), raw_c1s.back(), sdk_c1s.back(), raw_c4s.back(),
-                 sdk_c4s.back(), worker_c4s.back(), gets.back());
+                 round + 1, last(raw_pubs), last(sdk_pubs), last(raw_c1s), last(sdk_c1s), last(raw_c4s), last(sdk_c4s),
+                 last(worker_c4s), last(gets));
   }
   const double raw_pub = median(raw_pubs);
   const double sdk_pub = median(sdk_pubs);

@@ -893,7 +893,9 @@ class KafkaTransport::State {
     if (first == nullptr) return {};  // nothing within first_wait
     polled_.resize(kBatch);
     polled_[0] = first;
-    const ssize_t more = rd_kafka_consume_batch_queue(consumer_queue_, 0, polled_.data() + 1, kBatch - 1);
+    const ssize_t more = consumer_queue_ != nullptr
+                             ? rd_kafka_consume_batch_queue(consumer_queue_, 0, polled_.data() + 1, kBatch - 1)
+                             : 0;
     polled_.resize(1 + static_cast<std::size_t>(std::max<ssize_t>(more, 0)));
     Result<void> outcome;
     {
