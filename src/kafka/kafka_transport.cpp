@@ -345,10 +345,10 @@ class KafkaTransport::State {
     return {};
   }
 
-  // One publish in progress: each record is handed to librdkafka as soon as
-  // it is built (so the broker thread sends while the next ones are being
-  // prepared), then finish() waits for every delivery report. Holds the
-  // producer alive (lifetime_ shared) until it is destroyed.
+  // One publish in progress: add() hands each record to librdkafka at once
+  // (so the broker thread can send while the caller builds the next ones),
+  // finish() waits for every delivery report. Holds the producer alive
+  // (lifetime_ shared) until it is destroyed.
   class Publication {
    public:
     explicit Publication(State& state) : state_(state), life_(state.lifetime_) {}
@@ -430,7 +430,6 @@ class KafkaTransport::State {
 
   // Produces one record and waits for its delivery report.
   Result<void> produce_one(OutgoingRecord& out) {
-    if (closed_.load()) return unexpected(Errc::closed, "the Kafka transport is closed");
     Publication publication(*this);
     if (auto added = publication.add(out); !added) return added;
     return publication.finish();
@@ -629,9 +628,8 @@ class KafkaTransport::State {
       built.clear();
       return {};
     };
-    std::string topic;  // the topic of previous_queue; the built records keep views of it
+    std::string topic;  // the topic of previous_queue (empty before the first); the built records keep views of it
     std::string_view previous_queue;
-    bool have_topic = false;
     for (const OutgoingMessage& message : messages) {
       if (message.queue.empty()) {
         (void)produce_built();
@@ -648,12 +646,11 @@ class KafkaTransport::State {
         ++published;
         continue;
       }
-      if (!have_topic || message.queue != previous_queue) {
+      if (topic.empty() || message.queue != previous_queue) {
         if (auto sent = produce_built(); !sent) return sent;
         topic = record::topic_for_queue(message.queue);
         if (auto ensured = ensure_topic(topic); !ensured) return failed(ensured.error());
         previous_queue = message.queue;
-        have_topic = true;
       }
       fill_record(built.emplace_back(), topic, message.body, message.options, std::nullopt);
       if (built.size() == kChunk) {

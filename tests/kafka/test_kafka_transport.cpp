@@ -396,6 +396,41 @@ TEST(KafkaBroker, AMissingTopicWithoutCreationIsAnErrorNamingIt) {
   transport->close();
 }
 
+// A batch stops at its first bad message (here past the first chunk of 64
+// records): the error says so and counts the records before it, and those
+// records are published, none lost and none after the stop.
+TEST(KafkaBroker, ABatchStoppedMidwayKeepsEveryRecordBeforeTheStop) {
+  constexpr int kBefore = 66;
+  for (const char* stop : {"an empty queue name", "a delay without retry tiers"}) {
+    SCOPED_TRACE(stop);
+    auto transport = open_kafka();
+    const std::string topic = unique("batch-stop");
+    std::vector<bq::OutgoingMessage> batch;
+    for (int i = 0; i < kBefore + 4; ++i) batch.push_back({topic, envelope(topic, i), {}});
+    if (std::string_view(stop) == "an empty queue name") {
+      batch[kBefore].queue.clear();
+    } else {
+      batch[kBefore].options.delay = std::chrono::seconds(5);
+    }
+    auto published = transport->publish_batch(batch);
+    ASSERT_FALSE(published);
+    EXPECT_EQ(published.error().code(),
+              std::string_view(stop) == "an empty queue name" ? bq::Errc::invalid_argument : bq::Errc::unsupported);
+    EXPECT_NE(published.error().message().find(std::to_string(kBefore) + " earlier records"), std::string::npos)
+        << published.error().message();
+    auto received = receive_all(*transport, topic, kBefore);
+    ASSERT_EQ(received.size(), static_cast<std::size_t>(kBefore));
+    EXPECT_TRUE(receive_all(*transport, topic, 1, std::chrono::seconds(1)).empty()) << "a record after the stop";
+    std::set<std::string> bodies;
+    for (const bq::Delivery& delivery : received) {
+      bodies.insert(delivery.body);
+      ASSERT_TRUE(transport->ack(delivery));
+    }
+    for (int i = 0; i < kBefore; ++i) EXPECT_TRUE(bodies.contains(batch[i].body)) << i;
+    transport->close();
+  }
+}
+
 TEST(KafkaBroker, AnUnreachableBrokerIsAClearError) {
   auto url = bq::Url::parse("kafka://127.0.0.1:1?publish_timeout=1");
   auto options = bq::KafkaTransport::options_from_url(*url);
