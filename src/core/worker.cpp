@@ -9,6 +9,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
 namespace babelqueue {
 
@@ -237,11 +238,18 @@ class Worker::Impl {
       received += batch->size();
       metrics_.received += batch->size();
       last_activity = std::chrono::steady_clock::now();
-      std::lock_guard lock(mutex_);
       // A flight from the moment it is received: its lease is kept alive
-      // while it waits in the buffer too.
-      for (auto& d : *batch) buffer_.push_back(std::make_shared<Flight>(std::move(d)));
-      // Wake as many handlers as there are new messages, not every thread.
+      // while it waits in the buffer too. Allocated before taking the lock,
+      // which the handler threads contend for.
+      std::vector<std::shared_ptr<Flight>> flights;
+      flights.reserve(batch->size());
+      for (auto& d : *batch) flights.push_back(std::make_shared<Flight>(std::move(d)));
+      {
+        std::lock_guard lock(mutex_);
+        for (auto& flight : flights) buffer_.push_back(std::move(flight));
+      }
+      // Wake as many handlers as there are new messages, not every thread;
+      // after unlocking, so a woken handler does not block on mutex_ at once.
       if (batch->size() == 1) {
         work_ready_.notify_one();
       } else {
@@ -307,21 +315,31 @@ class Worker::Impl {
     for (auto& t : threads) t.join();
   }
 
+  // Finishing one flight and taking the next happen under one lock: with
+  // several handler threads on few cores, every extra acquisition of mutex_
+  // is a likely futex sleep and wake-up per message.
+  // Finishing one flight and taking the next happen under one lock: with
+  // several handler threads on few cores, every acquisition of mutex_ is a
+  // likely futex sleep and wake-up. Nothing is allocated or freed under it:
+  // the flights_ node moves in and out by splice, and the finished flight is
+  // freed after unlocking.
   void handler_loop() {
+    std::list<std::shared_ptr<Flight>> mine(1);  // the flight's node while it is off flights_
+    const auto slot = mine.begin();
+    std::unique_lock lock(mutex_);
     for (;;) {
-      std::shared_ptr<Flight> flight;
-      {
-        std::unique_lock lock(mutex_);
-        work_ready_.wait(lock, [&] { return shutting_down_ || !buffer_.empty(); });
-        if (buffer_.empty()) return;  // shutting down
-        flight = std::move(buffer_.front());
-        buffer_.pop_front();
-        flights_.push_back(flight);
-        if (has_room()) room_.notify_one();  // the receive loop is the only waiter
-      }
-      process(*flight);
-      std::lock_guard lock(mutex_);
-      flights_.remove(flight);
+      work_ready_.wait(lock, [&] { return shutting_down_ || !buffer_.empty(); });
+      if (buffer_.empty()) return;  // shutting down
+      std::shared_ptr<Flight> finished = std::exchange(*slot, std::move(buffer_.front()));
+      buffer_.pop_front();
+      flights_.splice(flights_.end(), mine, slot);
+      const bool refill = has_room();
+      lock.unlock();
+      finished.reset();
+      if (refill) room_.notify_one();  // the receive loop is the only waiter
+      process(**slot);
+      lock.lock();
+      mine.splice(mine.end(), flights_, slot);
       ++processed_;
       // Only shutdown() waits for everything to be settled.
       if (buffer_.empty() && flights_.empty()) changed_.notify_all();
