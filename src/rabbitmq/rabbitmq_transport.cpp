@@ -12,7 +12,10 @@
 #include <amqp.h>
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 
+#include <arpa/inet.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -57,6 +60,11 @@ constexpr std::size_t kAutoPrefetchFactor = 8;
 constexpr std::size_t kMinAutoPrefetch = 128;
 
 std::string status_text(int status) { return amqp_error_string2(status); }
+
+bool is_ip_literal(const std::string& host) {
+  in6_addr address{};
+  return inet_pton(AF_INET, host.c_str(), &address) == 1 || inet_pton(AF_INET6, host.c_str(), &address) == 1;
+}
 
 timeval to_timeval(milliseconds d) {
   timeval tv{};
@@ -488,7 +496,19 @@ class RabbitmqTransport::State {
         }
       }
       amqp_ssl_socket_set_verify_peer(socket, options_.verify_peer ? 1 : 0);
-      amqp_ssl_socket_set_verify_hostname(socket, options_.verify_peer ? 1 : 0);
+      // rabbitmq-c matches the host against the certificate's DNS names
+      // only. For an IP address, OpenSSL checks the certificate's IP
+      // addresses while verifying the chain (whose result rabbitmq-c reads).
+      const bool by_address = options_.verify_peer && is_ip_literal(options_.host);
+      if (by_address) {
+        auto* context = static_cast<SSL_CTX*>(amqp_ssl_socket_get_context(socket));
+        if (context == nullptr ||
+            X509_VERIFY_PARAM_set1_ip_asc(SSL_CTX_get0_param(context), options_.host.c_str()) != 1) {
+          disconnect();
+          return unexpected(Errc::internal, "cannot ask OpenSSL to verify the broker's IP address " + options_.host);
+        }
+      }
+      amqp_ssl_socket_set_verify_hostname(socket, options_.verify_peer && !by_address ? 1 : 0);
     }
     timeval timeout = to_timeval(options_.connect_timeout);
     amqp_set_handshake_timeout(conn_, &timeout);
@@ -499,8 +519,7 @@ class RabbitmqTransport::State {
       if (status == AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED) {
         return unexpected(Errc::auth, "TLS handshake with " + endpoint() +
                                           " failed: the broker's certificate does not name host '" + options_.host +
-                                          "' (rabbitmq-c matches DNS names only: connect by the name the "
-                                          "certificate carries, e.g. localhost, not by IP address)");
+                                          "' among its DNS names");
       }
       if (status <= AMQP_STATUS_SSL_ERROR && status > _AMQP_STATUS_SSL_NEXT_VALUE) {
         return unexpected(
@@ -508,8 +527,8 @@ class RabbitmqTransport::State {
             "TLS handshake with " + endpoint() + " failed: " + status_text(status) +
                 (options_.verify_peer
                      ? " (is cacert=" + (options_.ca_cert.empty() ? std::string("<system>") : options_.ca_cert) +
-                           " the CA that signed the broker's certificate, "
-                           "and does the host name match it?)"
+                           " the CA that signed the broker's certificate, and does the certificate name " +
+                           (is_ip_literal(options_.host) ? "IP address " : "host ") + options_.host + "?)"
                      : std::string()));
       }
       return unexpected(status == AMQP_STATUS_TIMEOUT ? Errc::timeout : Errc::connection,

@@ -12,6 +12,12 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -306,6 +312,103 @@ TEST(RabbitmqTransport, TlsWithVerificationWorks) {
   auto received = transport->receive(queue, 1, 5s);
   ASSERT_TRUE(received && received->size() == 1);
   ASSERT_TRUE(transport->ack(received->front()));
+}
+
+TEST(RabbitmqTransport, TlsByIpAddressChecksTheCertificatesIpAddresses) {
+  // The broker's certificate names DNS:localhost and IP:127.0.0.1; the URL
+  // keeps the address.
+  const std::string url = rmq::info("tls_url") + "?cacert=" + rmq::info("tls_ca");
+  ASSERT_NE(url.find("@127.0.0.1:"), std::string::npos) << url;
+  bq::rabbitmq::register_transport();
+  auto transport = bq::open_transport(url);
+  ASSERT_TRUE(transport) << transport.error().message();
+  const std::string queue = rmq::unique_queue("tls-ip");
+  ASSERT_TRUE((*transport)->publish(queue, envelope_body(queue)));
+  auto received = (*transport)->receive(queue, 1, 5s);
+  ASSERT_TRUE(received && received->size() == 1);
+  ASSERT_TRUE((*transport)->ack(received->front()));
+}
+
+namespace {
+
+// A TLS server (openssl s_server) on 127.0.0.1 whose certificate, signed by
+// its own CA, names DNS:localhost but no IP address. It speaks no AMQP.
+class TlsServerWithoutIpName {
+ public:
+  TlsServerWithoutIpName() {
+    dir_ = std::filesystem::temp_directory_path() / ("bq-no-ip-" + bq::uuid_v4().substr(0, 8));
+    std::filesystem::create_directories(dir_);
+    port_ = free_port();
+    const std::string d = dir_.string();
+    pid_ = std::stoi(bq::testing::run_command_output(
+        "exec 2>/dev/null; cd " + d +
+        " && "
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca -keyout ca.key -out ca.crt && "
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout server.key -out server.csr && "
+        "printf 'subjectAltName=DNS:localhost\\n' > server.ext && "
+        "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -set_serial 1 -days 1 -extfile server.ext "
+        "-out server.crt && "
+        "{ openssl s_server -quiet -accept 127.0.0.1:" +
+        std::to_string(port_) +
+        " -cert server.crt -key server.key </dev/null >/dev/null 2>&1 & echo $!; } 2>/dev/null"));
+    for (int i = 0; i < 100 && !accepting(); ++i) std::this_thread::sleep_for(50ms);
+  }
+  ~TlsServerWithoutIpName() {
+    ::kill(pid_, SIGTERM);
+    std::filesystem::remove_all(dir_);
+  }
+  TlsServerWithoutIpName(const TlsServerWithoutIpName&) = delete;
+  TlsServerWithoutIpName& operator=(const TlsServerWithoutIpName&) = delete;
+
+  std::string url(const std::string& host) const {
+    return "amqps://guest:guest@" + host + ":" + std::to_string(port_) +
+           "/%2F?connect_timeout=3&cacert=" + (dir_ / "ca.crt").string();
+  }
+
+ private:
+  static int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    ::close(fd);
+    return ntohs(address.sin_port);
+  }
+  bool accepting() const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port_));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    ::close(fd);
+    return ok;
+  }
+
+  std::filesystem::path dir_;
+  int port_ = 0;
+  int pid_ = 0;
+};
+
+}  // namespace
+
+TEST(RabbitmqTransport, AnIpAddressTheCertificateDoesNotNameIsRefused) {
+  TlsServerWithoutIpName server;
+  bq::rabbitmq::register_transport();
+  auto by_address = bq::open_transport(server.url("127.0.0.1"));
+  ASSERT_FALSE(by_address) << "a certificate without IP:127.0.0.1 must not pass for 127.0.0.1";
+  EXPECT_EQ(by_address.error().code(), bq::Errc::auth) << by_address.error().message();
+  EXPECT_NE(by_address.error().message().find("TLS handshake"), std::string::npos) << by_address.error().message();
+  EXPECT_NE(by_address.error().message().find("IP address 127.0.0.1"), std::string::npos)
+      << by_address.error().message();
+  // By its DNS name the same certificate and CA pass the TLS check: the
+  // failure that follows is the missing AMQP broker, not TLS.
+  auto by_name = bq::open_transport(server.url("localhost"));
+  ASSERT_FALSE(by_name);
+  EXPECT_EQ(by_name.error().message().find("TLS handshake"), std::string::npos) << by_name.error().message();
 }
 
 TEST(RabbitmqTransport, AWrongCaIsRefusedWithAClearError) {
