@@ -316,9 +316,6 @@ class Worker::Impl {
   }
 
   // Finishing one flight and taking the next happen under one lock: with
-  // several handler threads on few cores, every extra acquisition of mutex_
-  // is a likely futex sleep and wake-up per message.
-  // Finishing one flight and taking the next happen under one lock: with
   // several handler threads on few cores, every acquisition of mutex_ is a
   // likely futex sleep and wake-up. Nothing is allocated or freed under it:
   // the flights_ node moves in and out by splice, and the finished flight is
