@@ -431,6 +431,27 @@ TEST(KafkaBroker, ABatchStoppedMidwayKeepsEveryRecordBeforeTheStop) {
   }
 }
 
+TEST(KafkaBroker, AFullProduceQueueWaitsForRoomInsteadOfFailing) {
+  // librdkafka holds at most 4 unsent records here, so a batch of 200
+  // meets a full queue many times; publish_batch serves delivery reports
+  // until there is room, and every record arrives.
+  auto transport = open_kafka("rdkafka.queue.buffering.max.messages=4&rdkafka.linger.ms=20");
+  const std::string topic = unique("queue-full");
+  std::vector<bq::OutgoingMessage> batch;
+  for (int i = 0; i < 200; ++i) batch.push_back({topic, envelope(topic, i), {}});
+  auto published = transport->publish_batch(batch);
+  ASSERT_TRUE(published) << published.error().message();
+  auto received = receive_all(*transport, topic, batch.size());
+  ASSERT_EQ(received.size(), batch.size());
+  std::set<std::string> bodies;
+  for (const bq::Delivery& delivery : received) {
+    bodies.insert(delivery.body);
+    ASSERT_TRUE(transport->ack(delivery));
+  }
+  EXPECT_EQ(bodies.size(), batch.size());
+  transport->close();
+}
+
 TEST(KafkaBroker, AnUnreachableBrokerIsAClearError) {
   auto url = bq::Url::parse("kafka://127.0.0.1:1?publish_timeout=1");
   auto options = bq::KafkaTransport::options_from_url(*url);
