@@ -305,28 +305,28 @@ TEST(RabbitmqTransport, TheConsumerPrefetchIsSizedFromTheWorker) {
   ASSERT_TRUE(client.delete_queue(fixed_queue));
 }
 
-TEST(RabbitmqTransport, TlsWithVerificationWorks) {
-  auto transport = rmq::open_url(rmq::tls_url());
-  const std::string queue = rmq::unique_queue("tls");
+namespace {
+
+// Publishes, receives and acks one message over the URL's connection.
+void expect_a_round_trip(const std::string& url, const std::string& role) {
+  auto transport = rmq::open_url(url);
+  const std::string queue = rmq::unique_queue(role);
   ASSERT_TRUE(transport->publish(queue, envelope_body(queue)));
   auto received = transport->receive(queue, 1, 5s);
   ASSERT_TRUE(received && received->size() == 1);
   ASSERT_TRUE(transport->ack(received->front()));
 }
 
+}  // namespace
+
+TEST(RabbitmqTransport, TlsWithVerificationWorks) { expect_a_round_trip(rmq::tls_url(), "tls"); }
+
 TEST(RabbitmqTransport, TlsByIpAddressChecksTheCertificatesIpAddresses) {
   // The broker's certificate names DNS:localhost and IP:127.0.0.1; the URL
   // keeps the address.
   const std::string url = rmq::info("tls_url") + "?cacert=" + rmq::info("tls_ca");
   ASSERT_NE(url.find("@127.0.0.1:"), std::string::npos) << url;
-  bq::rabbitmq::register_transport();
-  auto transport = bq::open_transport(url);
-  ASSERT_TRUE(transport) << transport.error().message();
-  const std::string queue = rmq::unique_queue("tls-ip");
-  ASSERT_TRUE((*transport)->publish(queue, envelope_body(queue)));
-  auto received = (*transport)->receive(queue, 1, 5s);
-  ASSERT_TRUE(received && received->size() == 1);
-  ASSERT_TRUE((*transport)->ack(received->front()));
+  expect_a_round_trip(url, "tls-ip");
 }
 
 namespace {
@@ -366,11 +366,16 @@ class TlsServerWithoutIpName {
   }
 
  private:
-  static int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  static sockaddr_in loopback(int port) {
     sockaddr_in address{};
     address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return address;
+  }
+  static int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address = loopback(0);
     socklen_t length = sizeof(address);
     ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
@@ -379,11 +384,8 @@ class TlsServerWithoutIpName {
   }
   bool accepting() const {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<std::uint16_t>(port_));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    const sockaddr_in address = loopback(port_);
+    const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
     ::close(fd);
     return ok;
   }
