@@ -123,10 +123,12 @@ bq_kafka_launch() {
   if [[ ! -f "$K_DIR/data/meta.properties" ]]; then
     local cluster_id
     # A random Kafka cluster id: 16 random bytes, URL-safe base64 without padding.
+    # It may begin with '-', so it is passed as --cluster-id=ID, which the
+    # option parser cannot take for another option.
     cluster_id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"
     bq_log "formatting the KRaft storage in $K_DIR/data (cluster id $cluster_id)"
     if ! (cd "$K_DIR" && "${K_JAVA[@]}" kafka.tools.StorageTool format \
-            --cluster-id "$cluster_id" --config "$K_DIR/server.properties" >>"$K_LOG" 2>&1); then
+            --cluster-id="$cluster_id" --config "$K_DIR/server.properties" >>"$K_LOG" 2>&1); then
       bq_fail kafka "$K_LOG" "formatting the Kafka storage directory failed"
     fi
   fi
