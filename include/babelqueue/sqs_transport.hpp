@@ -117,7 +117,7 @@ class SqsTransport final : public Transport {
   Result<void> ack(const Delivery& delivery) override;
   // DeleteMessageBatch for deliveries of one queue, 10 per call. Every
   // delivery is attempted; the first failure is returned.
-  Result<void> ack_batch(std::span<const Delivery> deliveries);
+  Result<void> ack_batch(std::span<const Delivery> deliveries) override;
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
   Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override;
   std::string dead_letter_queue(std::string_view queue) const override;

@@ -90,6 +90,12 @@ struct Delivery {
   // True when native_attempts replaces the body's count instead of being
   // merged by max() (Kafka: the bq-attempts header is authoritative).
   bool native_attempts_authoritative = false;
+  // The ordering key the message was published with (Kafka record key, SQS
+  // FIFO MessageGroupId), where the transport can read it back
+  // (Capabilities::ordering_key); empty otherwise. A retry, dead-letter or
+  // redrive republishes with it, so a keyed message keeps its partition or
+  // group.
+  std::string ordering_key;
   DeliveryToken token;
 };
 
@@ -102,6 +108,9 @@ struct Capabilities {
   bool extendable_lease = false;           // extend() keeps a long handler's message reserved
   bool batch_publish = false;              // publish_batch() is one round trip, not a loop
   bool ordered = false;                    // first in, first out per queue (or partition)
+  bool ordering_key = false;               // PublishOptions::ordering_key is honoured and read back
+  bool deduplication = false;              // PublishOptions::dedup_id is honoured by the broker
+  bool batch_ack = false;                  // ack_batch() is one round trip, not a loop
   std::chrono::milliseconds max_delay{0};  // longest native delay; 0 = no limit
   // How long a receive reserves a message before it may be redelivered
   // (visibility timeout); zero when unknown or unlimited.
@@ -146,6 +155,12 @@ class Transport {
   // Settles a delivery as done: the broker forgets the message.
   // Errc::not_found when the delivery is no longer held (see above).
   virtual Result<void> ack(const Delivery& delivery) = 0;
+
+  // Settles every delivery as done. Stops at the first failure and reports
+  // how many were settled before it in the error message. The default loops
+  // over ack(); transports with a batch settle (Capabilities::batch_ack)
+  // override it.
+  virtual Result<void> ack_batch(std::span<const Delivery> deliveries);
 
   // Settles a delivery as not done: the message is delivered again (after
   // delay, where native_delay). Its body is unchanged.

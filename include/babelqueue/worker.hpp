@@ -67,6 +67,12 @@ struct PublishParams {
   std::string trace_id;  // continue this trace; empty = start one
   Headers headers;       // out-of-band headers
   std::chrono::milliseconds delay{0};
+  // Ordering / partitioning key (Kafka record key, SQS FIFO message group);
+  // honoured where Capabilities::ordering_key, ignored elsewhere.
+  std::string ordering_key;
+  // Broker-side deduplication id (SQS FIFO MessageDeduplicationId); honoured
+  // where Capabilities::deduplication, ignored elsewhere.
+  std::string dedup_id;
 };
 
 // When run() returns by itself.

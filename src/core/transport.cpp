@@ -22,6 +22,20 @@ Result<void> Transport::publish_batch(std::span<const OutgoingMessage> messages)
   return {};
 }
 
+Result<void> Transport::ack_batch(std::span<const Delivery> deliveries) {
+  std::size_t settled = 0;
+  for (const Delivery& delivery : deliveries) {
+    auto result = ack(delivery);
+    if (!result) {
+      return unexpected(result.error().code(), "batch ack stopped after " + std::to_string(settled) + " of " +
+                                                   std::to_string(deliveries.size()) +
+                                                   " deliveries: " + result.error().message());
+    }
+    ++settled;
+  }
+  return {};
+}
+
 Result<void> Transport::extend(const Delivery& /*delivery*/, std::chrono::milliseconds /*lease*/) {
   return unexpected(Errc::unsupported, "this transport has no leases to extend");
 }
