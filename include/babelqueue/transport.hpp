@@ -24,6 +24,7 @@
 // that received it.
 #pragma once
 
+#include <babelqueue/attempts_rule.hpp>
 #include <babelqueue/rejection.hpp>
 #include <babelqueue/result.hpp>
 
@@ -38,6 +39,10 @@
 #include <vector>
 
 namespace babelqueue {
+
+namespace binding {
+struct ContractFields;
+}
 
 // Out-of-band headers (traceparent, tracestate, bq-replay-bypass, ...): they
 // ride on the broker's native metadata, never inside the envelope.
@@ -58,6 +63,12 @@ struct PublishOptions {
   std::string dedup_id;
   // Ordering / partitioning key (Kafka record key, SQS FIFO message group).
   std::string ordering_key;
+  // The body's contract fields (binding.hpp) when the caller already knows
+  // them (the Worker, which built or decoded the envelope), so the transport
+  // projects them without reading the body again; null = the transport reads
+  // them itself. Non-owning: valid during the publish call only, and not
+  // carried by a batch.
+  const binding::ContractFields* contract = nullptr;
 };
 
 // One message of a batch publish.
@@ -87,9 +98,9 @@ struct Delivery {
   // Set when the transport's bq-schema-version gate rejected the message
   // before any decoding: the runtime treats it as poison.
   std::optional<Rejection> gate_rejection;
-  // True when native_attempts replaces the body's count instead of being
-  // merged by max() (Kafka: the bq-attempts header is authoritative).
-  bool native_attempts_authoritative = false;
+  // How native_attempts meets the body's count (attempts_rule.hpp): by
+  // max(), or replacing it (Kafka: the bq-attempts header is authoritative).
+  AttemptsMerge attempts_merge = AttemptsMerge::max_with_body;
   // The ordering key the message was published with (Kafka record key, SQS
   // FIFO MessageGroupId), where the transport can read it back
   // (Capabilities::ordering_key); empty otherwise. A retry, dead-letter or

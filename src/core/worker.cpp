@@ -1,3 +1,4 @@
+#include <babelqueue/binding.hpp>
 #include <babelqueue/worker.hpp>
 
 #include <algorithm>
@@ -142,6 +143,9 @@ class Worker::Impl {
     PublishOptions publish;
     publish.headers = params.headers;
     publish.delay = params.delay;
+    // The transport projects what the envelope just built holds, without reading the body again.
+    const auto fields = binding::ContractFields::of(*env);
+    publish.contract = &fields;
     if (auto r = transport_.publish(env->queue(), env->body(), publish); !r) return unexpected(r.error());
     return std::string(env->id());
   }
@@ -391,10 +395,8 @@ class Worker::Impl {
       poison(flight, &env, *verdict.reason(), "the envelope breaks a rule of the wire contract");
       return;
     }
-    if (d.native_attempts) {
-      env.set_attempts(d.native_attempts_authoritative ? *d.native_attempts
-                                                       : std::max(env.attempts(), *d.native_attempts));
-    }
+    if (d.native_attempts)
+      env.set_attempts(AttemptsRule{d.attempts_merge}.reconcile(env.attempts(), d.native_attempts));
     const auto found = handlers_.find(env.urn());
     const Handler* handler = found != handlers_.end() ? &found->second : (fallback_ ? &fallback_ : nullptr);
     if (handler == nullptr) {

@@ -185,10 +185,7 @@ void check_attempts(const conformance::Suite& suite, const Value& block, const c
     const Delivery& delivery = received->front();
     auto decoded = Envelope::decode(delivery.body);
     std::int64_t attempts = decoded ? decoded->attempts() : -1;
-    if (delivery.native_attempts) {
-      attempts = delivery.native_attempts_authoritative ? *delivery.native_attempts
-                                                        : std::max(attempts, *delivery.native_attempts);
-    }
+    attempts = AttemptsRule{delivery.attempts_merge}.reconcile(attempts, delivery.native_attempts);
     (void)transport->ack(delivery);
     if (attempts == expected) {
       reporter.pass(name);

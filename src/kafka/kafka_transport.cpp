@@ -989,7 +989,7 @@ class KafkaTransport::State {
         delivery.headers.insert_or_assign(std::string(header), std::string(text));
       }
     });
-    delivery.native_attempts_authoritative = delivery.native_attempts.has_value();
+    if (delivery.native_attempts) delivery.attempts_merge = AttemptsMerge::authoritative;
     delivery.gate_rejection = record::schema_version_gate(version);
     delivery.token = make_token(track->generation, offset, key, raw->key_len);
     return track;

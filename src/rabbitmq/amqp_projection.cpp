@@ -1,5 +1,6 @@
 #include "amqp_projection.hpp"
 
+#include <babelqueue/binding.hpp>
 #include <babelqueue/envelope.hpp>
 
 #include <limits>
@@ -31,22 +32,21 @@ amqp_table_entry_t integer_entry(std::string_view key, std::int64_t value) {
   return entry;
 }
 
-bool is_contract_header(std::string_view name) {
-  return name == kAttemptsHeader || name == kSchemaVersionHeader || name == kSourceLangHeader;
-}
-
 }  // namespace
 
-Result<Projection> project(std::string_view body, const Headers& headers) {
+Result<Projection> project(std::string_view body, const Headers& headers, const binding::ContractFields* known) {
   Projection projection;
-  if (auto envelope = Envelope::decode(body)) {
+  std::optional<Envelope> decoded;
+  std::optional<binding::ContractFields> read;
+  if (known == nullptr) read = binding::read(body, decoded);
+  if (const binding::ContractFields* fields = known != nullptr ? known : (read ? &*read : nullptr)) {
     projection.envelope = true;
-    projection.type = std::string(envelope->urn());
-    projection.correlation_id = std::string(envelope->trace_id());
-    projection.message_id = std::string(envelope->id());
-    projection.source_lang = std::string(envelope->lang());
-    projection.schema_version = envelope->schema_version();
-    projection.attempts = envelope->attempts();
+    projection.type = std::string(fields->job);
+    projection.correlation_id = std::string(fields->trace_id);
+    projection.message_id = std::string(fields->id);
+    projection.source_lang = std::string(fields->lang);
+    projection.schema_version = fields->schema_version;
+    projection.attempts = fields->attempts;
   }
   for (const auto& [name, value] : headers) {
     if (name.empty() || value.empty()) continue;  // SPEC §8: dropped
@@ -55,7 +55,7 @@ Result<Projection> project(std::string_view body, const Headers& headers) {
                         "header name longer than 255 bytes cannot be carried by AMQP: " + name.substr(0, 40) + "...");
     }
     // The contract keys win a collision with an out-of-band header.
-    if (projection.envelope && is_contract_header(name)) continue;
+    if (projection.envelope && binding::kRabbitmqHeaders.owns(name)) continue;
     projection.extra_headers.emplace_back(name, value);
   }
   return projection;
@@ -65,10 +65,10 @@ amqp_basic_properties_t properties(const Projection& projection, std::vector<amq
   amqp_basic_properties_t props{};
   props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_CONTENT_ENCODING_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
                  AMQP_BASIC_APP_ID_FLAG;
-  props.content_type = bytes_of("application/json");
+  props.content_type = bytes_of(binding::kContentType);
   props.content_encoding = bytes_of("utf-8");
   props.delivery_mode = 2;  // persistent
-  props.app_id = bytes_of("babelqueue");
+  props.app_id = bytes_of(binding::kAppId);
   entries.clear();
   for (const auto& [name, value] : projection.extra_headers) entries.push_back(string_entry(name, value));
   if (projection.envelope) {
@@ -97,7 +97,7 @@ amqp_basic_properties_t properties(const Projection& projection, std::vector<amq
 }
 
 bool is_reserved_header(std::string_view name) {
-  return is_contract_header(name) || name == kDeliveryCountHeader || name == "x-death" ||
+  return binding::kRabbitmqHeaders.owns(name) || name == kDeliveryCountHeader || name == "x-death" ||
          name.starts_with("x-first-death-") || name.starts_with("x-last-death-");
 }
 

@@ -3,6 +3,7 @@
 // the conformance section checks exactly what the transport sends.
 #pragma once
 
+#include <babelqueue/binding.hpp>
 #include <babelqueue/transport.hpp>
 
 #include <amqp.h>
@@ -16,9 +17,9 @@
 
 namespace babelqueue::rabbitmq::detail {
 
-inline constexpr std::string_view kAttemptsHeader = "x-attempts";
-inline constexpr std::string_view kSchemaVersionHeader = "x-schema-version";
-inline constexpr std::string_view kSourceLangHeader = "x-source-lang";
+inline constexpr std::string_view kAttemptsHeader = binding::kRabbitmqHeaders.attempts;
+inline constexpr std::string_view kSchemaVersionHeader = binding::kRabbitmqHeaders.schema_version;
+inline constexpr std::string_view kSourceLangHeader = binding::kRabbitmqHeaders.source_lang;
 inline constexpr std::string_view kDeliveryCountHeader = "x-delivery-count";
 
 // What a message carries besides its body, computed once on the publishing
@@ -36,7 +37,10 @@ struct Projection {
 };
 
 // Errc::invalid_argument when a header name does not fit an AMQP short string.
-Result<Projection> project(std::string_view body, const Headers& headers);
+// known: the body's contract fields when the caller has them (else the body
+// is read).
+Result<Projection> project(std::string_view body, const Headers& headers,
+                           const binding::ContractFields* known = nullptr);
 
 // Basic properties pointing into projection (which must outlive them) with
 // entries as the header table's storage.

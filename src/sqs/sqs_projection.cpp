@@ -1,16 +1,15 @@
 #include "sqs_projection.hpp"
 
+#include <babelqueue/attempts_rule.hpp>
+#include <babelqueue/binding.hpp>
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/sqs_signer.hpp>
 
-#include <array>
-#include <charconv>
+#include <cctype>
+#include <optional>
 
 namespace babelqueue::sqs_detail {
 namespace {
-
-constexpr std::array<std::string_view, 6> kContractAttributes = {
-    "bq-job", "bq-trace-id", "bq-message-id", "bq-schema-version", "bq-source-lang", "bq-created-at"};
 
 // SQS attribute names: letters, digits, '-', '_', '.', at most 256, not
 // starting or ending with '.', no "..", not starting with AWS. or Amazon.
@@ -36,29 +35,25 @@ bool valid_attribute_name(std::string_view name) {
 
 }  // namespace
 
-bool is_contract_attribute(std::string_view name) noexcept {
-  for (const auto contract : kContractAttributes) {
-    if (name == contract) return true;
-  }
-  return false;
-}
+bool is_contract_attribute(std::string_view name) noexcept { return binding::kSqsAttributes.owns(name); }
 
-std::vector<MessageAttribute> project_attributes(std::string_view body, const Headers& headers) {
+std::vector<MessageAttribute> project_attributes(const binding::ContractFields* fields, const Headers& headers) {
   std::vector<MessageAttribute> attributes;
   attributes.reserve(kMaxMessageAttributes);
-  if (auto env = Envelope::decode(body)) {
+  if (fields != nullptr) {
+    constexpr const binding::ContractNames& names = binding::kSqsAttributes;
     auto text = [&](std::string_view name, std::string_view value) {
       if (!value.empty()) attributes.push_back({std::string(name), "String", std::string(value)});
     };
     auto number = [&](std::string_view name, std::optional<std::int64_t> value) {
       if (value) attributes.push_back({std::string(name), "Number", std::to_string(*value)});
     };
-    text("bq-job", env->urn());
-    text("bq-trace-id", env->trace_id());
-    text("bq-message-id", env->id());
-    number("bq-schema-version", env->schema_version());
-    text("bq-source-lang", env->lang());
-    number("bq-created-at", env->created_at());
+    text(names.job, fields->job);
+    text(names.trace_id, fields->trace_id);
+    text(names.message_id, fields->id);
+    number(names.schema_version, fields->schema_version);
+    text(names.source_lang, fields->lang);
+    number(names.created_at, fields->created_at);
   }
   for (const auto& [name, value] : headers) {
     if (attributes.size() >= kMaxMessageAttributes) break;
@@ -68,26 +63,19 @@ std::vector<MessageAttribute> project_attributes(std::string_view body, const He
   return attributes;
 }
 
+std::vector<MessageAttribute> project_attributes(std::string_view body, const Headers& headers) {
+  std::optional<Envelope> decoded;
+  const auto fields = binding::read(body, decoded);
+  return project_attributes(fields ? &*fields : nullptr, headers);
+}
+
 std::optional<std::int64_t> native_attempts(const std::string* approximate_receive_count) {
-  if (approximate_receive_count == nullptr || approximate_receive_count->empty()) return std::nullopt;
-  std::int64_t count = 0;
-  const char* first = approximate_receive_count->data();
-  const char* last = first + approximate_receive_count->size();
-  const auto [end, error] = std::from_chars(first, last, count);
-  if (error != std::errc() || end != last) return std::nullopt;
-  return count > 1 ? count - 1 : 0;
+  if (approximate_receive_count == nullptr) return std::nullopt;
+  return kOneBasedDeliveryCount.native_attempts(binding::parse_count(*approximate_receive_count));
 }
 
 bool schema_version_gate_passes(const std::string* value) noexcept {
-  if (value == nullptr) return true;
-  bool blank = true;
-  for (const char c : *value) {
-    if (c != ' ' && c != '\t' && c != '\n' && c != '\v' && c != '\f' && c != '\r') {
-      blank = false;
-      break;
-    }
-  }
-  return blank || *value == "1";
+  return !binding::schema_version_gate(value ? std::optional<std::string_view>(*value) : std::nullopt);
 }
 
 std::string fifo_safe_id(std::string_view id) {
@@ -99,14 +87,19 @@ std::string fifo_safe_id(std::string_view id) {
   return safe ? std::string(id) : sqs::sha256_hex(id);
 }
 
-std::string fifo_deduplication_id(std::string_view body) {
-  auto env = Envelope::decode(body);
-  if (!env || env->id().empty()) return sqs::sha256_hex(body);
-  if (env->attempts() == 0 && !env->has_dead_letter()) return fifo_safe_id(env->id());
-  std::string id(env->id());
-  id += ":" + std::to_string(env->attempts());
-  if (env->has_dead_letter()) id += ":dead-letter";
+std::string fifo_deduplication_id(std::string_view body, const binding::ContractFields* fields) {
+  if (fields == nullptr || fields->id.empty()) return sqs::sha256_hex(body);
+  if (fields->attempts == 0 && !fields->dead_letter) return fifo_safe_id(fields->id);
+  std::string id(fields->id);
+  id += ":" + std::to_string(fields->attempts);
+  if (fields->dead_letter) id += ":dead-letter";
   return fifo_safe_id(id);
+}
+
+std::string fifo_deduplication_id(std::string_view body) {
+  std::optional<Envelope> decoded;
+  const auto fields = binding::read(body, decoded);
+  return fifo_deduplication_id(body, fields ? &*fields : nullptr);
 }
 
 }  // namespace babelqueue::sqs_detail

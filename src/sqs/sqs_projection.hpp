@@ -3,6 +3,7 @@
 // share one implementation. Internal to babelqueue::sqs.
 #pragma once
 
+#include <babelqueue/binding.hpp>
 #include <babelqueue/transport.hpp>
 
 #include <cstdint>
@@ -27,6 +28,8 @@ struct MessageAttribute {
 // attributes in name order — skipping empty names or values, names SQS
 // refuses, and names the contract holds — up to kMaxMessageAttributes.
 std::vector<MessageAttribute> project_attributes(std::string_view body, const Headers& headers);
+// The same from fields already read (null: the body is not an envelope).
+std::vector<MessageAttribute> project_attributes(const binding::ContractFields* fields, const Headers& headers);
 
 // True for the six attribute names the projection owns (bq-job, ...).
 bool is_contract_attribute(std::string_view name) noexcept;
@@ -45,6 +48,7 @@ bool schema_version_gate_passes(const std::string* value) noexcept;
 // meta.id:attempts (":dead-letter" added for a body with a dead_letter
 // block) for a republish, the SHA-256 of the body for a non-envelope.
 std::string fifo_deduplication_id(std::string_view body);
+std::string fifo_deduplication_id(std::string_view body, const binding::ContractFields* fields);
 
 // An id SQS accepts as MessageDeduplicationId/MessageGroupId (1..128
 // printable ASCII characters) unchanged, else its SHA-256 in hex.

@@ -218,7 +218,7 @@ TEST(KafkaBroker, ReleaseRepublishesTheSameBytesOneAttemptFurther) {
   auto first = receive_all(*transport, topic, 1);
   ASSERT_EQ(first.size(), 1U);
   EXPECT_EQ(first[0].native_attempts, 2);
-  EXPECT_TRUE(first[0].native_attempts_authoritative);
+  EXPECT_EQ(first[0].attempts_merge, bq::AttemptsMerge::authoritative);
   ASSERT_TRUE(transport->release(first[0]));
   auto second = receive_all(*transport, topic, 1);
   ASSERT_EQ(second.size(), 1U);
@@ -539,11 +539,11 @@ TEST(KafkaBroker, AttemptsComeFromTheFirstHeaderElseTheBody) {
   auto received = receive_all(*transport, topic, 2);
   ASSERT_EQ(received.size(), 2U);
   EXPECT_EQ(received[0].native_attempts, 3);
-  EXPECT_TRUE(received[0].native_attempts_authoritative);
+  EXPECT_EQ(received[0].attempts_merge, bq::AttemptsMerge::authoritative);
   EXPECT_EQ(received[0].headers.at("traceparent"), "00-a-b-01");
   EXPECT_FALSE(received[0].headers.contains("bq-attempts"));
   EXPECT_FALSE(received[1].native_attempts);
-  EXPECT_FALSE(received[1].native_attempts_authoritative);
+  EXPECT_EQ(received[1].attempts_merge, bq::AttemptsMerge::max_with_body);
   for (const auto& d : received) ASSERT_TRUE(transport->ack(d));
   transport->close();
 }

@@ -166,7 +166,7 @@ TEST(KafkaRecord, TheScanProjectsExactlyWhatDecodingProjects) {
     bodies.emplace_back(env->body());
     bodies.push_back(*env->encode_with_attempts(7));
     // What the SDKs write is read by the scan itself, whatever the data holds.
-    EXPECT_TRUE(bq::kafka::detail::scan_fields(bodies.back())) << bodies.back();
+    EXPECT_TRUE(bq::binding::scan(bodies.back())) << bodies.back();
   }
   const std::string base =
       R"({"job":"urn:a","trace_id":"t","data":{},"meta":{"id":"i","queue":"q","lang":"go","schema_version":1,"created_at":5},"attempts":2})";
@@ -198,7 +198,7 @@ TEST(KafkaRecord, TheScanProjectsExactlyWhatDecodingProjects) {
     if (!slow.headers.empty()) {
       EXPECT_EQ(fast.attempts, slow.attempts) << body;
     }
-    scanned += bq::kafka::detail::scan_fields(body) ? 1 : 0;
+    scanned += bq::binding::scan(body) ? 1 : 0;
   }
   EXPECT_GE(scanned, 8) << "the scan should read the SDKs' plain bodies itself";
 }
