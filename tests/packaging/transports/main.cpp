@@ -25,7 +25,7 @@ int main() {
       ++failures;
     }
     for (const std::string& scheme : added) {
-      const std::string url = scheme + "://127.0.0.1:1/bq-packaging-test";
+      const std::string url = scheme + "://127.0.0.1:1";
       auto opened = babelqueue::open_transport(url);
       const bool unknown_scheme = !opened && opened.error().message().find("no transport for") != std::string::npos;
       std::cout << transport.name << ": " << url << ": " << (opened ? std::string("opened") : opened.error().message())
