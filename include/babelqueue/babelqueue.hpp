@@ -1,4 +1,7 @@
-// Everything of babelqueue::core in one include.
+// Everything of babelqueue::core in one include: the envelope and its codec,
+// the transport interface, open_transport() and the memory transport, the
+// Worker, redrive. A transport library has its own header (for example
+// <babelqueue/sqlite_transport.hpp>).
 #pragma once
 
 #include <babelqueue/clock.hpp>
@@ -6,9 +9,17 @@
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/error.hpp>
 #include <babelqueue/json.hpp>
+#include <babelqueue/memory_transport.hpp>
+#include <babelqueue/message.hpp>
+#include <babelqueue/redrive.hpp>
 #include <babelqueue/rejection.hpp>
 #include <babelqueue/result.hpp>
+#include <babelqueue/transport.hpp>
+#include <babelqueue/transport_registry.hpp>
 #include <babelqueue/typed_message.hpp>
+#include <babelqueue/url.hpp>
 #include <babelqueue/uuid.hpp>
 #include <babelqueue/value.hpp>
 #include <babelqueue/version.hpp>
+#include <babelqueue/worker.hpp>
+#include <babelqueue/worker_options.hpp>

@@ -36,6 +36,17 @@ bq_init_dirs() {
   export BQ_STATE_BASE BQ_CACHE_BASE
 }
 
+# bq_port_default VARNAME DEFAULT: a broker's port keeps the value the
+# environment gives VARNAME, else it is DEFAULT shifted by BQ_BROKER_PORT_OFFSET
+# (0 unless set; the self-test runs a second set of brokers beside the usual
+# ones with it). Ports derived from another port (port + 1) are not shifted
+# again.
+bq_port_default() {
+  local offset="${BQ_BROKER_PORT_OFFSET:-0}"
+  [[ "$offset" =~ ^[0-9]{1,5}$ ]] || bq_die "BQ_BROKER_PORT_OFFSET must be a number of ports, got '$offset'"
+  [[ -n "${!1:-}" ]] || printf -v "$1" '%d' "$(( $2 + 10#$offset ))"
+}
+
 # State directory of one broker (created on demand, physical path).
 bq_state_dir() {
   local dir="$BQ_STATE_BASE/$1"

@@ -4,7 +4,7 @@
 # Sourced by scripts/broker.
 
 bq_kafka_setup() {
-  BQ_KAFKA_PORT="${BQ_KAFKA_PORT:-9192}"
+  bq_port_default BQ_KAFKA_PORT 9192
   BQ_KAFKA_CONTROLLER_PORT="${BQ_KAFKA_CONTROLLER_PORT:-$(( BQ_KAFKA_PORT + 1 ))}"
   BQ_KAFKA_VERSION="${BQ_KAFKA_VERSION:-4.1.1}"
   BQ_KAFKA_HEAP="${BQ_KAFKA_HEAP:-512m}"
@@ -18,6 +18,10 @@ bq_kafka_setup() {
   K_HOME="$BQ_CACHE_BASE/kafka-$BQ_KAFKA_VERSION"
   K_TIMEOUT="${BQ_START_TIMEOUT:-120}"
 }
+
+bq_kafka_logfile() { printf '%s\n' "$K_LOG"; }
+
+bq_kafka_start_timeout() { printf '%s\n' "$K_TIMEOUT"; }
 
 bq_kafka_url() { printf 'kafka://127.0.0.1:%s\n' "$BQ_KAFKA_PORT"; }
 

@@ -6,10 +6,10 @@
 RMQ_BIN_DIR=/usr/lib/rabbitmq/bin
 
 bq_rabbitmq_setup() {
-  BQ_RABBITMQ_PORT="${BQ_RABBITMQ_PORT:-5682}"
-  BQ_RABBITMQ_TLS_PORT="${BQ_RABBITMQ_TLS_PORT:-5681}"
+  bq_port_default BQ_RABBITMQ_PORT 5682
+  bq_port_default BQ_RABBITMQ_TLS_PORT 5681
   BQ_RABBITMQ_DIST_PORT="${BQ_RABBITMQ_DIST_PORT:-$(( BQ_RABBITMQ_PORT + 20000 ))}"
-  BQ_RABBITMQ_EPMD_PORT="${BQ_RABBITMQ_EPMD_PORT:-4391}"
+  bq_port_default BQ_RABBITMQ_EPMD_PORT 4391
   bq_validate_port BQ_RABBITMQ_PORT "$BQ_RABBITMQ_PORT"
   [[ "$BQ_RABBITMQ_TLS_PORT" == 0 ]] || bq_validate_port BQ_RABBITMQ_TLS_PORT "$BQ_RABBITMQ_TLS_PORT"
   bq_validate_port BQ_RABBITMQ_DIST_PORT "$BQ_RABBITMQ_DIST_PORT"
@@ -23,6 +23,10 @@ bq_rabbitmq_setup() {
   RMQ_NODE="babelqueue-${BQ_RABBITMQ_PORT}@localhost"
   RMQ_TIMEOUT="${BQ_START_TIMEOUT:-90}"
 }
+
+bq_rabbitmq_logfile() { printf '%s\n' "$RMQ_LOG"; }
+
+bq_rabbitmq_start_timeout() { printf '%s\n' "$RMQ_TIMEOUT"; }
 
 bq_rabbitmq_url() {
   printf 'amqp://guest:guest@127.0.0.1:%s/%%2F\n' "$BQ_RABBITMQ_PORT"

@@ -3,8 +3,8 @@
 # Sourced by scripts/broker.
 
 bq_redis_setup() {
-  BQ_REDIS_PORT="${BQ_REDIS_PORT:-6390}"
-  BQ_REDIS_TLS_PORT="${BQ_REDIS_TLS_PORT:-6391}"
+  bq_port_default BQ_REDIS_PORT 6390
+  bq_port_default BQ_REDIS_TLS_PORT 6391
   BQ_REDIS_PASSWORD="${BQ_REDIS_PASSWORD:-}"
   bq_validate_port BQ_REDIS_PORT "$BQ_REDIS_PORT"
   if [[ "$BQ_REDIS_TLS_PORT" != 0 ]]; then
@@ -20,6 +20,10 @@ bq_redis_setup() {
   R_TLS="$R_DIR/tls"
   R_TIMEOUT="${BQ_START_TIMEOUT:-30}"
 }
+
+bq_redis_logfile() { printf '%s\n' "$R_LOG"; }
+
+bq_redis_start_timeout() { printf '%s\n' "$R_TIMEOUT"; }
 
 bq_redis_url() {
   local auth=""

@@ -4,7 +4,7 @@
 # Sourced by scripts/broker.
 
 bq_sqs_setup() {
-  BQ_SQS_PORT="${BQ_SQS_PORT:-9324}"
+  bq_port_default BQ_SQS_PORT 9324
   BQ_SQS_IMPL="${BQ_SQS_IMPL:-elasticmq}"
   BQ_SQS_REGION="${BQ_SQS_REGION:-us-east-1}"
   BQ_ELASTICMQ_VERSION="${BQ_ELASTICMQ_VERSION:-1.6.16}"
@@ -21,6 +21,10 @@ bq_sqs_setup() {
   S_PIDFILE="$S_DIR/sqs.pid"
   S_TIMEOUT="${BQ_START_TIMEOUT:-90}"
 }
+
+bq_sqs_logfile() { printf '%s\n' "$S_LOG"; }
+
+bq_sqs_start_timeout() { printf '%s\n' "$S_TIMEOUT"; }
 
 bq_sqs_url() {
   printf 'sqs://%s?endpoint=http://127.0.0.1:%s\n' "$BQ_SQS_REGION" "$BQ_SQS_PORT"

@@ -2,17 +2,20 @@
 # shellcheck disable=SC2016  # single-quoted snippets are expanded by inner shells
 # Self-checking test of scripts/broker.
 #
-#   tests/brokers/test_broker_script.sh [redis|rabbitmq|kafka|sqs ...]
+#   tests/brokers/test_broker_script.sh [BROKER ...]
 #
-# For each broker (default: all four): url -> start (URL is the only and
-# last stdout line) -> status running -> loopback-only listeners -> the
-# broker answers -> start again (idempotent, same pid) -> stop -> status
-# stopped (exit 3) -> stop again. Redis also checks that data survives a
-# stop/start (AOF) and both Redis and RabbitMQ check their TLS port.
+# For each broker (default: every one `scripts/broker list` prints): url ->
+# start (URL is the only and last stdout line) -> status running ->
+# loopback-only listeners -> the broker answers -> start again (idempotent,
+# same pid) -> stop -> status stopped (exit 3) -> stop again. Redis also checks
+# that data survives a stop/start (AOF) and both Redis and RabbitMQ check their
+# TLS port. A broker this test has no specific checks for gets the generic
+# ones: a URL on 127.0.0.1, its first port open.
 #
 # By default the test runs in isolation: its own temporary state directory
-# and ports shifted by BQ_TEST_PORT_OFFSET (default 1000), so brokers that
-# are already running with the default settings are not disturbed. Set
+# and every broker's default ports shifted by BQ_TEST_PORT_OFFSET (default
+# 1000, through scripts/broker's BQ_BROKER_PORT_OFFSET), so brokers that are
+# already running with the default settings are not disturbed. Set
 # BQ_TEST_ISOLATED=0 to test the default state directory and ports instead.
 # Downloads are still cached in the usual cache directory.
 #
@@ -21,7 +24,7 @@ set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 BROKER="$HERE/../../scripts/broker"
-ALL=(redis rabbitmq kafka sqs)
+mapfile -t ALL < <("$BROKER" list)
 
 passed=0
 failed=0
@@ -58,11 +61,11 @@ trap cleanup EXIT
 if [[ "${BQ_TEST_ISOLATED:-1}" != 0 ]]; then
   off="${BQ_TEST_PORT_OFFSET:-1000}"
   export BQ_BROKER_DIR="$TMP/state"
-  export BQ_REDIS_PORT=$((6390 + off)) BQ_REDIS_TLS_PORT=$((6391 + off))
-  export BQ_RABBITMQ_PORT=$((5682 + off)) BQ_RABBITMQ_TLS_PORT=$((5681 + off))
-  export BQ_RABBITMQ_DIST_PORT=$((25682 + off)) BQ_RABBITMQ_EPMD_PORT=$((4391 + off))
-  export BQ_KAFKA_PORT=$((9192 + off)) BQ_KAFKA_CONTROLLER_PORT=$((9193 + off))
-  export BQ_SQS_PORT=$((9324 + off))
+  # Ports given in the environment would not be shifted: every broker's
+  # default ports are, instead.
+  mapfile -t port_variables < <(compgen -v | grep -E '^BQ_[A-Z0-9_]+_PORT$' || true)
+  (( ${#port_variables[@]} == 0 )) || unset "${port_variables[@]}"
+  export BQ_BROKER_PORT_OFFSET="$off"
   echo "# isolated run: state in $BQ_BROKER_DIR, ports shifted by $off"
 fi
 
@@ -73,6 +76,7 @@ url_regex() {
     rabbitmq) echo '^amqp://guest:guest@127\.0\.0\.1:[0-9]+/(%2F)?$' ;;
     kafka) echo '^kafka://127\.0\.0\.1:[0-9]+$' ;;
     sqs) echo '^sqs://us-east-1\?endpoint=http://127\.0\.0\.1:[0-9]+$' ;;
+    *) echo '^[a-z0-9+]+://.*127\.0\.0\.1:[0-9]+' ;;
   esac
 }
 
@@ -111,6 +115,8 @@ answers() {
         -H 'Content-Type: application/x-amz-json-1.0' -H 'X-Amz-Target: AmazonSQS.ListQueues' \
         -H 'Authorization: AWS4-HMAC-SHA256 Credential=test/20240101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=0' \
         -d '{}' | grep -q '^{' ;;
+    *)
+      port_open "$port" ;;
   esac
 }
 

@@ -3,10 +3,12 @@
 #include "commands.hpp"
 
 #include <babelqueue/error.hpp>
+#include <babelqueue/transport_registry.hpp>
 #include <babelqueue/version.hpp>
 
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 int main(int argc, char** argv) {
   using namespace babelqueue::cli;
@@ -17,11 +19,16 @@ int main(int argc, char** argv) {
   // accepted before and after the command name alike.
   app.fallthrough();
   GlobalOptions global;
+  babelqueue::builtin::register_transports();
+  // The help names the schemes this build opens (the transports it was built with).
+  std::string schemes;
+  for (const std::string& scheme : babelqueue::registered_schemes()) {
+    schemes += (schemes.empty() ? "" : ", ") + scheme + "://";
+  }
   CLI::Option* url = app.add_option("--url", global.url,
                                     std::string("The broker URL (default: $") + kUrlEnvironmentVariable + ", else " +
-                                        kDefaultUrl + ")")
+                                        kDefaultUrl + "); schemes: " + schemes)
                          ->type_name("URL");
-  babelqueue::builtin::register_transports();
   Action action;
   add_codec_commands(app, action);
   add_conformance_command(app, action, global);

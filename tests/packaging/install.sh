@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the build tree into PREFIX by way of another directory, then moves
+# it there: the package must be relocatable. The packaging and docs-sample
+# tests build against PREFIX (the CTest fixture packaging_prefix).
+#
+#   tests/packaging/install.sh BUILD_DIR PREFIX
+set -euo pipefail
+build_dir="$1"
+prefix="$2"
+rm -rf "$prefix" "$prefix.installed"
+cmake --install "$build_dir" --prefix "$prefix.installed" >/dev/null
+mv "$prefix.installed" "$prefix"
+echo "installed into $prefix.installed, moved to $prefix"
