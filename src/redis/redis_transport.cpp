@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <map>
