@@ -5,19 +5,25 @@
 //   partitions=N               partitions of a topic this transport creates (default 1)
 //   replication_factor=N       replication factor of a topic it creates (default 1)
 //   create_topics=true|false   create missing queue, retry and DLQ topics (default true)
-//   retry_tiers=5s,30s,5m      retry tiers (ms, s, m, h suffixes; a bare number is seconds);
-//                              none by default: a delayed publish or release is then refused
+//   retry_tiers=5s,30s,5m      retry tiers (durations, see below); none by default: a
+//                              delayed publish or release is then refused
 //   retry_topic=PATTERN        retry topic name: {topic}, {n} (1-based tier) and {delay_ms};
 //                              default "{topic}.retry.{n}" (the Python and Node SDKs' names)
-//   session_timeout=SECONDS    consumer group session timeout (default 10)
-//   commit_interval=SECONDS    how often finished offsets are committed (default 0.1)
-//   publish_timeout=SECONDS    longest wait for a delivery report (default 30)
+//   session_timeout=DURATION   consumer group session timeout (default 10s; up to 1h)
+//   commit_interval=DURATION   how often finished offsets are committed (default 100ms; up to 1h)
+//   publish_timeout=DURATION   longest wait for a delivery report (default 30s; up to 24h)
+//   tls=true                   TLS (security.protocol SSL, or SASL_SSL with a user), also on
+//                              when rdkafka.security.protocol is SSL or SASL_SSL
+//   tls_ca=PATH tls_cert=PATH tls_key=PATH tls_verify=true|false  (tls_options.hpp), as
+//                              ssl.ca.location, ssl.certificate.location, ssl.key.location,
+//                              enable.ssl.certificate.verification; rdkafka.* given wins
 //   rdkafka.NAME=VALUE         any librdkafka property, for both clients (set last, so it
 //                              wins): rdkafka.security.protocol=SASL_SSL, rdkafka.sasl.mechanisms=
 //                              PLAIN, rdkafka.ssl.ca.location=/path/ca.pem, rdkafka.linger.ms=5 ...
 //   producer.NAME / consumer.NAME=VALUE  a librdkafka property for one client only
-// kafka://user:password@host:port sets sasl.username / sasl.password. Unknown parameters are
-// errors, so a misspelt one is never silently ignored.
+// kafka://user:password@host:port sets sasl.username / sasl.password. Durations are 500ms, 5s,
+// 2m, 1h or a bare number of seconds (duration.hpp). Unknown parameters are errors, so a
+// misspelt one is never silently ignored (url_options.hpp).
 //
 // Semantics (docs/transports/kafka.md explains why they are safe):
 //   - publish: record value = the body byte for byte, record timestamp = meta.created_at, the
@@ -38,10 +44,10 @@
 // consumer per transport; receive() calls are serialised on the consumer, settling is not.
 #pragma once
 
+#include <babelqueue/log_sink.hpp>
 #include <babelqueue/result.hpp>
 #include <babelqueue/transport.hpp>
 #include <babelqueue/url.hpp>
-#include <babelqueue/worker_options.hpp>  // LogSink
 
 #include <chrono>
 #include <map>

@@ -3,8 +3,9 @@
 //
 // Messages live as long as the MemoryBroker that holds them. Several
 // MemoryTransport objects opened on the same broker share its queues; the URL
-// memory://NAME[?visibility_timeout=SECONDS] opens a transport on the
-// process-wide broker NAME, which lives until the process exits.
+// memory://NAME[?visibility_timeout=DURATION] opens a transport on the
+// process-wide broker NAME, which lives until the process exits (a duration:
+// 500ms, 5s, 2m, 1h or a bare number of seconds, up to a year; duration.hpp).
 //
 // Semantics (docs/transports/memory.md has the whole picture):
 //   - Each queue is first in, first out. A message published with a delay, or

@@ -3,14 +3,17 @@
 //
 // URL: redis://[user:password@]host[:port][/db][?options]    plain TCP (port 6379)
 //      rediss://[user:password@]host[:port][/db][?options]   TLS, certificate verified
-// Options (unknown ones are errors, so a misspelt one is never ignored):
-//   visibility_timeout=SECONDS  lease of a received message (default 30)
-//   connect_timeout=SECONDS     TCP connect + TLS handshake + AUTH (default 5)
-//   command_timeout=SECONDS     wait for a reply, on top of a blocking wait (default 5)
-//   max_connections=N           connection pool size (default 16)
-//   processing_suffix=TEXT      the Go/Python reservation list suffix (default :processing)
-//   reconnect_backoff_max=SECONDS  longest pause between reconnect attempts (default 2)
+// Options (url_options.hpp: unknown ones are errors, so a misspelt one is never
+// ignored; durations are 500ms, 5s, 2m, 1h or a bare number of seconds):
+//   visibility_timeout=DURATION  lease of a received message (default 30s; 1ms to 1 year)
+//   connect_timeout=DURATION     TCP connect + TLS handshake + AUTH (default 5s; 1ms to 1h)
+//   command_timeout=DURATION     wait for a reply, on top of a blocking wait (default 5s; 1ms to 1h)
+//   max_connections=N            connection pool size (default 16; 1 to 1024)
+//   processing_suffix=TEXT       the Go/Python reservation list suffix (default :processing)
+//   reconnect_min=DURATION       first pause before reconnecting (default 100ms; 1ms to 1h)
+//   reconnect_max=DURATION       longest pause, also spelt reconnect_backoff_max (default 2s)
 //   tls_ca=PATH tls_cert=PATH tls_key=PATH tls_server_name=NAME tls_verify=true|false
+//                                (tls_options.hpp; rediss:// only)
 //
 // Wire binding (docs/transports/redis.md explains why it is safe):
 //   - A queue is the Redis list named exactly as the queue. publish() RPUSHes
@@ -31,9 +34,14 @@
 // Thread-safety: all methods are thread-safe. Operations borrow a connection
 // from a bounded pool (a blocking receive holds one for its wait); connections
 // broken by a server restart are replaced with back-off on later calls.
+// Options::log hears of connects, lost connections, failed connect attempts
+// and reconnects, from the thread that made the call; never with credentials.
 #pragma once
 
+#include <babelqueue/backoff.hpp>
+#include <babelqueue/log_sink.hpp>
 #include <babelqueue/result.hpp>
+#include <babelqueue/tls_options.hpp>
 #include <babelqueue/transport.hpp>
 #include <babelqueue/url.hpp>
 
@@ -47,14 +55,8 @@ namespace babelqueue {
 
 class RedisTransport final : public Transport {
  public:
-  struct TlsOptions {
-    bool enabled = false;     // rediss://
-    std::string ca_file;      // PEM CA bundle; empty = the system's trusted CAs
-    std::string cert_file;    // client certificate (PEM), for servers that ask for one
-    std::string key_file;     // its private key (PEM)
-    std::string server_name;  // name checked against the certificate; empty = host
-    bool verify = true;       // false disables certificate verification (tests only)
-  };
+  // The one TlsOptions of every transport (enabled = rediss://).
+  using TlsOptions = babelqueue::TlsOptions;
 
   struct Options {
     std::string host = "127.0.0.1";
@@ -75,10 +77,14 @@ class RedisTransport final : public Transport {
     // <queue> + processing_suffix. Never touched by this transport's recovery;
     // counted as reserved by stats().
     std::string processing_suffix = ":processing";
-    // Pause before reconnecting after a failed connect, doubled per failure
-    // up to the maximum.
-    std::chrono::milliseconds reconnect_backoff{100};
-    std::chrono::milliseconds reconnect_backoff_max{std::chrono::seconds(2)};
+    // Pause before the next connect after failed ones: failure n waits
+    // reconnect_backoff.delay_for(n), jittered so that many clients do not
+    // return together; reset by a successful connect. initial and max must
+    // be positive.
+    BackoffPolicy reconnect_backoff{std::chrono::milliseconds(100), 2.0, std::chrono::seconds(2), 0.2};
+    // Where connects, lost connections, failed connect attempts and
+    // reconnects are logged; an empty function silences them.
+    LogSink log = stderr_log_sink();
   };
 
   // Connects (TCP, TLS, AUTH, SELECT) once to report bad settings at once.

@@ -1,11 +1,14 @@
 // SqliteTransport: the embedded, durable transport — a queue in one SQLite
 // file, so the SDK works with no broker at all (library babelqueue::sqlite).
 //
-// URL: sqlite://PATH[?visibility_timeout=SECONDS&busy_timeout=SECONDS
-//                    &poll_interval=SECONDS&synchronous=normal|full]
+// URL: sqlite://PATH[?visibility_timeout=DURATION&busy_timeout=DURATION
+//                    &poll_interval=DURATION&synchronous=normal|full]
 //   sqlite://queue.db, sqlite://data/queue.db  a path relative to the working directory
 //   sqlite:///var/lib/app/queue.db             an absolute path (three slashes)
-// Unknown parameters are errors, so a misspelt one is never silently ignored.
+// Durations are 500ms, 5s, 2m, 1h or a bare number of seconds (duration.hpp):
+// visibility_timeout 1ms to 1 year, busy_timeout 0 to 24h, poll_interval 1ms
+// to 1h. Unknown parameters are errors, so a misspelt one is never silently
+// ignored (url_options.hpp).
 //
 // Guarantees (docs/transports/sqlite.md explains how):
 //   - Every state change (publish, claim, ack, release, extend) is one

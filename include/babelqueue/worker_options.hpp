@@ -4,8 +4,10 @@
 // hooks, a logger and metrics.
 #pragma once
 
+#include <babelqueue/backoff.hpp>  // BackoffPolicy, here since the Worker's options use it
 #include <babelqueue/dead_letter.hpp>
 #include <babelqueue/envelope.hpp>
+#include <babelqueue/log_sink.hpp>  // LogLevel, LogSink, stderr_log_sink
 #include <babelqueue/transport.hpp>
 
 #include <chrono>
@@ -29,27 +31,6 @@ enum class UnknownUrnStrategy {
 std::string_view to_string(UnknownUrnStrategy strategy) noexcept;
 // Accepts the family's names: fail, delete, release, dead_letter.
 std::optional<UnknownUrnStrategy> unknown_urn_strategy_from_string(std::string_view name) noexcept;
-
-// Delayed retries: attempt n (1 for the first retry) waits
-// min(max, initial * multiplier^(n-1)), varied by +/- jitter.
-struct BackoffPolicy {
-  std::chrono::milliseconds initial{1000};
-  double multiplier = 2.0;
-  std::chrono::milliseconds max{std::chrono::minutes(5)};
-  double jitter = 0.2;  // fraction of the delay, 0..1
-
-  std::chrono::milliseconds delay_for(std::int64_t retry) const;
-};
-
-enum class LogLevel { debug, info, warning, error };
-std::string_view to_string(LogLevel level) noexcept;
-
-// A log sink. Called from worker threads, possibly concurrently: it must be
-// thread-safe and must outlive the worker.
-using LogSink = std::function<void(LogLevel level, std::string_view message)>;
-
-// The default sink: warnings and errors to standard error.
-LogSink stderr_log_sink(LogLevel min_level = LogLevel::warning);
 
 // What the hooks receive. Views are valid during the call only.
 struct ErrorEvent {
@@ -100,8 +81,12 @@ struct WorkerOptions {
   // receive fetches a batch.
   std::size_t prefetch = 0;
   // Off by default: retries are republished at once, as in the family. On:
-  // retries are delayed with the transport's native delay.
+  // retries are delayed with the transport's native delay; retry n (1 for
+  // the first) waits retry_backoff->delay_for(n).
   std::optional<BackoffPolicy> retry_backoff;
+  // The pause after a receive that failed with a retriable error (a broker
+  // restarting), growing per consecutive failure and reset by a success.
+  BackoffPolicy receive_error_backoff{std::chrono::milliseconds(100), 2.0, std::chrono::seconds(5), 0.0};
   // When the publish that follows a failure (retry, dead-letter) fails, the
   // original is released for redelivery after this delay (where the
   // transport has native delay), so a broker that rejects publishes does not

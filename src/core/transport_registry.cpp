@@ -1,5 +1,6 @@
 #include <babelqueue/memory_transport.hpp>
 #include <babelqueue/transport_registry.hpp>
+#include <babelqueue/url_options.hpp>
 
 #include <algorithm>
 #include <map>
@@ -16,20 +17,14 @@ std::string lowercase(std::string text) {
 }
 
 Result<std::unique_ptr<Transport>> open_memory_transport(const Url& url) {
-  for (const auto& [key, value] : url.query) {
-    if (key != "visibility_timeout") {
-      return unexpected(Errc::invalid_argument, "memory:// has no parameter '" + key + "' (known: visibility_timeout)");
-    }
-  }
   if (!url.path.empty() || url.port || !url.user.empty()) {
     return unexpected(Errc::invalid_argument,
                       "memory:// takes only a broker name: memory://NAME, not " + url.redacted());
   }
-  auto seconds = url.number("visibility_timeout", 0);
-  if (!seconds) return unexpected(seconds.error());
-  if (*seconds < 0) return unexpected(Errc::invalid_argument, "memory:// visibility_timeout must not be negative");
   MemoryTransport::Options options;
-  options.visibility_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(*seconds * 1000.0 + 0.5));
+  UrlOptionReader read(url);
+  read.duration("visibility_timeout", options.visibility_timeout, {});
+  if (auto done = read.finish(); !done) return unexpected(done.error());
   return std::unique_ptr<Transport>(
       std::make_unique<MemoryTransport>(MemoryTransport::shared_broker(url.host), options));
 }

@@ -1,3 +1,5 @@
+#include "url_rules.hpp"
+
 #include <babelqueue/url.hpp>
 
 #include <algorithm>
@@ -75,16 +77,6 @@ void append_escaped(std::string& out, std::string_view text, std::string_view al
   }
 }
 
-// Query parameters whose values are secrets (SQS keys, SAS keys, tokens):
-// redacted() hides them like the password.
-bool is_secret_parameter(std::string_view key) {
-  const std::string lower = lowercase(key);
-  static constexpr std::string_view kSecretWords[] = {"password",   "passwd",    "secret",     "token",
-                                                      "credential", "signature", "access_key", "sas_key"};
-  return std::any_of(std::begin(kSecretWords), std::end(kSecretWords),
-                     [&](std::string_view word) { return lower.find(word) != std::string::npos; });
-}
-
 Result<std::uint16_t> parse_port(std::string_view digits, std::string_view text) {
   if (digits.empty()) return malformed("empty port", text);
   unsigned value = 0;
@@ -159,6 +151,25 @@ Result<void> parse_query(std::string_view query, Url& url) {
 
 }  // namespace
 
+namespace url_detail {
+
+bool is_secret_parameter(std::string_view key) {
+  const std::string lower = lowercase(key);
+  static constexpr std::string_view kSecretWords[] = {"password",   "passwd",    "secret",     "token",
+                                                      "credential", "signature", "access_key", "sas_key"};
+  return std::any_of(std::begin(kSecretWords), std::end(kSecretWords),
+                     [&](std::string_view word) { return lower.find(word) != std::string::npos; });
+}
+
+std::optional<bool> parse_flag(std::string_view text) {
+  const std::string value = lowercase(text);
+  if (value == "1" || value == "true" || value == "yes" || value == "on") return true;
+  if (value == "0" || value == "false" || value == "no" || value == "off") return false;
+  return std::nullopt;
+}
+
+}  // namespace url_detail
+
 std::string Url::param(std::string_view key, std::string_view fallback) const {
   const auto it = query.find(key);
   return it == query.end() ? std::string(fallback) : it->second;
@@ -167,9 +178,7 @@ std::string Url::param(std::string_view key, std::string_view fallback) const {
 Result<bool> Url::flag(std::string_view key, bool fallback) const {
   const auto it = query.find(key);
   if (it == query.end()) return fallback;
-  const std::string value = lowercase(it->second);
-  if (value == "1" || value == "true" || value == "yes" || value == "on") return true;
-  if (value == "0" || value == "false" || value == "no" || value == "off") return false;
+  if (const auto value = url_detail::parse_flag(it->second)) return *value;
   return unexpected(Errc::invalid_argument, "URL parameter " + std::string(key) + "='" + it->second +
                                                 "' is not a boolean (use true/false, yes/no, on/off or 1/0)");
 }
@@ -210,7 +219,7 @@ std::string Url::redacted() const {
     separator = '&';
     append_escaped(out, key, "");
     out.push_back('=');
-    if (is_secret_parameter(key)) {
+    if (url_detail::is_secret_parameter(key)) {
       out += "***";
     } else {
       append_escaped(out, value, ":/");

@@ -3,12 +3,10 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <cstdio>
 #include <deque>
 #include <list>
 #include <map>
 #include <mutex>
-#include <random>
 #include <thread>
 #include <utility>
 
@@ -32,37 +30,6 @@ std::optional<UnknownUrnStrategy> unknown_urn_strategy_from_string(std::string_v
   if (name == "release") return UnknownUrnStrategy::release;
   if (name == "dead_letter") return UnknownUrnStrategy::dead_letter;
   return std::nullopt;
-}
-
-std::chrono::milliseconds BackoffPolicy::delay_for(std::int64_t retry) const {
-  double delay = static_cast<double>(initial.count());
-  for (std::int64_t i = 1; i < retry && delay < static_cast<double>(max.count()); ++i) delay *= multiplier;
-  delay = std::min(delay, static_cast<double>(max.count()));
-  if (jitter > 0) {
-    thread_local std::minstd_rand rng{std::random_device{}()};
-    std::uniform_real_distribution<double> spread(1.0 - jitter, 1.0 + jitter);
-    delay *= spread(rng);
-  }
-  return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, delay)));
-}
-
-std::string_view to_string(LogLevel level) noexcept {
-  switch (level) {
-    case LogLevel::debug: return "debug";
-    case LogLevel::info: return "info";
-    case LogLevel::warning: return "warning";
-    case LogLevel::error: return "error";
-  }
-  return "info";
-}
-
-LogSink stderr_log_sink(LogLevel min_level) {
-  return [min_level](LogLevel level, std::string_view message) {
-    if (level < min_level) return;
-    // One fprintf per line keeps lines from several threads whole.
-    std::fprintf(stderr, "babelqueue %s: %.*s\n", std::string(to_string(level)).c_str(),
-                 static_cast<int>(message.size()), message.data());
-  };
 }
 
 WorkerMetricsSnapshot WorkerMetrics::snapshot() const noexcept {
@@ -200,7 +167,7 @@ class Worker::Impl {
     std::size_t received = 0;
     std::size_t next_queue = 0;
     auto last_activity = std::chrono::steady_clock::now();
-    std::chrono::milliseconds error_backoff{100};
+    std::int64_t receive_failures = 0;  // consecutive, for receive_error_backoff
     const auto queue_count = static_cast<std::int64_t>(queues.size());
     const auto wait = std::max(std::chrono::milliseconds(1), options_.poll_timeout / queue_count);
     while (!stop_requested_.load()) {
@@ -227,11 +194,10 @@ class Worker::Impl {
         }
         log(LogLevel::warning,
             concat({"receive from ", queue, " failed, retrying: ", std::string_view(batch.error().message())}));
-        sleep_unless_stopped(error_backoff);
-        error_backoff = std::min(error_backoff * 2, std::chrono::milliseconds(5000));
+        sleep_unless_stopped(options_.receive_error_backoff.delay_for(++receive_failures));
         continue;
       }
-      error_backoff = std::chrono::milliseconds(100);
+      receive_failures = 0;
       if (batch->empty()) {
         if (limits.idle_exit && idle(last_activity, *limits.idle_exit)) {
           summary.reason = RunSummary::Reason::idle;

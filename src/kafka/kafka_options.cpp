@@ -1,49 +1,42 @@
 // KafkaTransport::options_from_url: the kafka:// URL (see kafka_transport.hpp).
 #include <babelqueue/kafka_transport.hpp>
+#include <babelqueue/url_options.hpp>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
+#include <cstdint>
+#include <limits>
 
 namespace babelqueue {
 namespace {
 
 using std::chrono::milliseconds;
 
-// "500ms", "5s", "5m", "1h"; a bare number is seconds.
-Result<milliseconds> parse_duration(std::string_view key, std::string_view text) {
-  double scale = 1000.0;
-  std::string_view number = text;
-  auto strip = [&](std::string_view suffix, double factor) {
-    if (number.size() > suffix.size() && number.substr(number.size() - suffix.size()) == suffix) {
-      number.remove_suffix(suffix.size());
-      scale = factor;
-      return true;
-    }
-    return false;
-  };
-  if (!strip("ms", 1.0) && !strip("s", 1000.0) && !strip("m", 60000.0)) strip("h", 3600000.0);
-  double value = 0;
-  auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (number.empty() || error != std::errc() || end != number.data() + number.size() || !std::isfinite(value) ||
-      value <= 0) {
-    return unexpected(Errc::invalid_argument, "kafka:// parameter " + std::string(key) + ": \"" + std::string(text) +
-                                                  "\" is not a positive duration (500ms, 5s, 5m, 1h)");
-  }
-  return milliseconds(static_cast<std::int64_t>(std::llround(value * scale)));
+bool ends_with_ssl(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c; });
+  return text.size() >= 3 && text.compare(text.size() - 3, 3, "SSL") == 0;
 }
 
-Result<int> parse_count(std::string_view key, std::string_view text) {
-  int value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 1) {
-    return unexpected(Errc::invalid_argument, "kafka:// parameter " + std::string(key) +
-                                                  " must be a positive integer, not \"" + std::string(text) + "\"");
+// The shared TLS names as librdkafka properties. A property given as
+// rdkafka.NAME was set explicitly and wins.
+Result<void> apply_tls(const Url& url, const TlsOptions& tls, std::map<std::string, std::string>& properties) {
+  if (!tls.enabled) return {};
+  if (!tls.server_name.empty()) {
+    return unexpected(Errc::invalid_argument,
+                      "kafka:// URL: parameter 'tls_server_name' is not available: librdkafka checks each "
+                      "broker's certificate against the host name that broker advertises");
   }
-  return value;
+  if (auto checked = tls.check(); !checked) return checked;
+  properties.try_emplace("security.protocol", url.user.empty() ? "SSL" : "SASL_SSL");
+  if (!tls.ca_file.empty()) properties.try_emplace("ssl.ca.location", tls.ca_file);
+  if (!tls.cert_file.empty()) properties.try_emplace("ssl.certificate.location", tls.cert_file);
+  if (!tls.key_file.empty()) properties.try_emplace("ssl.key.location", tls.key_file);
+  if (!tls.verify) {
+    properties.try_emplace("enable.ssl.certificate.verification", "false");
+    properties.try_emplace("ssl.endpoint.identification.algorithm", "none");
+  }
+  return {};
 }
-
-bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
 
 }  // namespace
 
@@ -63,52 +56,33 @@ Result<KafkaTransport::Options> KafkaTransport::options_from_url(const Url& url)
     options.client_properties["sasl.username"] = url.user;
     options.client_properties["sasl.password"] = url.password;
   }
-  for (const auto& [key, value] : url.query) {
-    if (key == "group") {
-      options.group = value;
-    } else if (key == "partitions") {
-      auto count = parse_count(key, value);
-      if (!count) return unexpected(count.error());
-      options.partitions = *count;
-    } else if (key == "replication_factor") {
-      auto count = parse_count(key, value);
-      if (!count) return unexpected(count.error());
-      options.replication_factor = *count;
-    } else if (key == "create_topics") {
-      auto flag = url.flag(key, true);
-      if (!flag) return unexpected(flag.error());
-      options.create_topics = *flag;
-    } else if (key == "retry_tiers") {
-      std::string_view rest = value;
-      while (!rest.empty()) {
-        const std::size_t comma = rest.find(',');
-        auto tier = parse_duration(key, rest.substr(0, comma));
-        if (!tier) return unexpected(tier.error());
-        options.retry_tiers.push_back(*tier);
-        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-      }
-    } else if (key == "retry_topic") {
-      options.retry_topic_pattern = value;
-    } else if (key == "session_timeout" || key == "commit_interval" || key == "publish_timeout") {
-      auto duration = parse_duration(key, value);
-      if (!duration) return unexpected(duration.error());
-      (key == "session_timeout"   ? options.session_timeout
-       : key == "commit_interval" ? options.commit_interval
-                                  : options.publish_timeout) = *duration;
-    } else if (starts_with(key, "rdkafka.") && key.size() > 8) {
-      options.client_properties[key.substr(8)] = value;
-    } else if (starts_with(key, "producer.") && key.size() > 9) {
-      options.producer_properties[key.substr(9)] = value;
-    } else if (starts_with(key, "consumer.") && key.size() > 9) {
-      options.consumer_properties[key.substr(9)] = value;
-    } else {
-      return unexpected(Errc::invalid_argument,
-                        "unknown kafka:// parameter \"" + key +
-                            "\" (known: group, partitions, replication_factor, create_topics, retry_tiers, "
-                            "retry_topic, session_timeout, commit_interval, publish_timeout, rdkafka.*, "
-                            "producer.*, consumer.*)");
-    }
+  constexpr milliseconds kMin(1);
+  constexpr std::int64_t kMaxInt = std::numeric_limits<std::int32_t>::max();
+  UrlOptionReader read(url);
+  read.text("group", options.group);
+  read.integer("partitions", options.partitions, 1, kMaxInt);
+  read.integer("replication_factor", options.replication_factor, 1, std::numeric_limits<std::int16_t>::max());
+  read.flag("create_topics", options.create_topics);
+  read.durations("retry_tiers", options.retry_tiers, {.min = kMin});
+  read.text("retry_topic", options.retry_topic_pattern);
+  read.duration("session_timeout", options.session_timeout, {.min = kMin, .max = std::chrono::hours(1)});
+  read.duration("commit_interval", options.commit_interval, {.min = kMin, .max = std::chrono::hours(1)});
+  // librdkafka's message.timeout.ms is a 32-bit number of milliseconds.
+  read.duration("publish_timeout", options.publish_timeout, {.min = kMin, .max = std::chrono::hours(24)});
+  read.prefixed("rdkafka.", options.client_properties);
+  read.prefixed("producer.", options.producer_properties);
+  read.prefixed("consumer.", options.consumer_properties);
+  // No kafkas:// scheme: TLS is tls=true, or a security.protocol of SSL or
+  // SASL_SSL given as an rdkafka property.
+  TlsOptions tls;
+  read.flag("tls", tls.enabled);
+  if (const auto protocol = options.client_properties.find("security.protocol");
+      protocol != options.client_properties.end() && ends_with_ssl(protocol->second)) {
+    tls.enabled = true;
   }
+  read.tls(tls, "tls=true");
+  if (auto done = read.finish(); !done) return unexpected(done.error());
+  if (auto applied = apply_tls(url, tls, options.client_properties); !applied) return unexpected(applied.error());
   return options;
 }
 

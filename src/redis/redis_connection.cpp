@@ -114,9 +114,6 @@ Result<std::shared_ptr<asio::ssl::context>> make_tls_context(const std::string& 
     context->set_default_verify_paths(ec);
     if (ec) return unexpected(Errc::invalid_argument, "the system's trusted CAs cannot be loaded: " + ec.message());
   }
-  if (cert_file.empty() != key_file.empty()) {
-    return unexpected(Errc::invalid_argument, "tls_cert and tls_key go together: give both or neither");
-  }
   if (!cert_file.empty()) {
     context->use_certificate_chain_file(cert_file, ec);
     if (ec) return unexpected(Errc::invalid_argument, "tls_cert " + cert_file + " cannot be loaded: " + ec.message());
@@ -503,6 +500,7 @@ Result<Endpoint> endpoint_of(const RedisTransport::Options& options) {
   endpoint.tls_verify = options.tls.verify;
   endpoint.tls_ca_file = options.tls.ca_file;
   if (options.tls.enabled) {
+    if (auto checked = options.tls.check(); !checked) return unexpected(checked.error());
     auto context =
         make_tls_context(options.tls.ca_file, options.tls.cert_file, options.tls.key_file, options.tls.verify);
     if (!context) return unexpected(context.error());

@@ -4,6 +4,7 @@
 
 #include <babelqueue/redis_transport.hpp>
 #include <babelqueue/transport_registry.hpp>
+#include <babelqueue/url_options.hpp>
 #include <babelqueue/uuid.hpp>
 
 #include <openssl/evp.h>
@@ -11,7 +12,6 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <map>
@@ -106,15 +106,6 @@ std::string seconds_text(milliseconds d) {
   return text.data();
 }
 
-Result<milliseconds> seconds_parameter(const Url& url, std::string_view key, milliseconds fallback) {
-  auto value = url.number(key, static_cast<double>(fallback.count()) / 1000.0);
-  if (!value) return unexpected(value.error());
-  if (!std::isfinite(*value) || *value <= 0 || *value > 365.0 * 24 * 3600) {
-    return unexpected(Errc::invalid_argument, std::string(key) + " must be a positive number of seconds");
-  }
-  return milliseconds(static_cast<std::int64_t>(std::llround(*value * 1000.0)));
-}
-
 }  // namespace
 
 class RedisTransport::State {
@@ -188,21 +179,39 @@ class RedisTransport::State {
         lock.lock();
         if (!opened) {
           --open_;
-          backoff_ =
-              backoff_.count() == 0 ? options.reconnect_backoff : std::min(backoff_ * 2, options.reconnect_backoff_max);
-          next_connect_ = Clock::now() + backoff_;
+          const std::int64_t failures = ++connect_failures_;
+          if (connected_before_) reconnecting_ = true;
+          const milliseconds pause = options.reconnect_backoff.delay_for(failures);
+          next_connect_ = Clock::now() + pause;
           last_connect_error_ = opened.error().message();
           available_.notify_all();
+          lock.unlock();
+          log(LogLevel::warning, "redis: connect attempt " + std::to_string(failures) + " to " + endpoint.address() +
+                                     " failed, next in " + std::to_string(pause.count()) +
+                                     " ms: " + opened.error().message());
           return unexpected(opened.error());
         }
-        backoff_ = milliseconds(0);
+        const std::int64_t failures = std::exchange(connect_failures_, 0);
+        const bool first = !connected_before_;
+        const bool reconnected = std::exchange(reconnecting_, false);
+        connected_before_ = true;
         next_connect_ = {};
         if (closed_) {
           --open_;
           return closed_error();
         }
         busy_.insert(opened->get());
-        return Lease(*this, Pooled{std::move(*opened), generation});
+        Lease lease(*this, Pooled{std::move(*opened), generation});
+        lock.unlock();
+        if (first || reconnected) {
+          std::string line = (first ? "redis: connected to " : "redis: reconnected to ") + endpoint.address() +
+                             " (database " + std::to_string(options.database) + (options.tls.enabled ? ", TLS" : "");
+          if (failures > 0) {
+            line += ", after " + std::to_string(failures) + " failed attempt" + (failures == 1 ? "" : "s");
+          }
+          log(LogLevel::info, line + ")");
+        }
+        return lease;
       }
       if (!available_.wait_until(lock, deadline,
                                  [&] { return closed_ || !idle_.empty() || open_ < options.max_connections; })) {
@@ -214,6 +223,7 @@ class RedisTransport::State {
 
   void give_back(Pooled pooled) {
     std::unique_ptr<Connection> discarded;
+    bool lost = false;
     {
       std::lock_guard lock(mutex_);
       busy_.erase(pooled.connection.get());
@@ -221,7 +231,11 @@ class RedisTransport::State {
         // A connection that broke while others sat idle suggests the server
         // went away: the idle ones are dropped too, rather than failing the
         // next calls one by one.
-        if (pooled.connection->broken() && pooled.generation == generation_ && !closed_) ++generation_;
+        if (pooled.connection->broken() && pooled.generation == generation_ && !closed_) {
+          ++generation_;
+          lost = true;
+          reconnecting_ = true;
+        }
         discarded = std::move(pooled.connection);
         --open_;
       } else {
@@ -229,6 +243,7 @@ class RedisTransport::State {
       }
       available_.notify_all();
     }
+    if (lost) log(LogLevel::warning, "redis: connection to " + endpoint.address() + " lost; reconnecting on demand");
   }
 
   // Runs commands on one pooled connection, in one round trip.
@@ -279,6 +294,11 @@ class RedisTransport::State {
     return closed_;
   }
 
+  // Never called with mutex_ held: the sink may take its time or call back.
+  void log(LogLevel level, const std::string& message) const {
+    if (options.log) options.log(level, message);
+  }
+
   // Whether a claim on queue should first move due delayed messages and
   // expired leases back to the list: always after an empty claim (the wait
   // that follows ends when the next one is due), else at most every 100 ms
@@ -311,14 +331,16 @@ class RedisTransport::State {
  private:
   std::mutex mutex_;
   std::condition_variable available_;
-  std::vector<Pooled> idle_;        // guarded by mutex_
-  std::set<Connection*> busy_;      // guarded by mutex_
-  std::size_t open_ = 0;            // idle + busy + being opened; guarded by mutex_
-  bool closed_ = false;             // guarded by mutex_
-  std::uint64_t generation_ = 0;    // guarded by mutex_
-  Clock::time_point next_connect_;  // reconnect back-off; guarded by mutex_
-  milliseconds backoff_{0};         // guarded by mutex_
-  std::string last_connect_error_;  // guarded by mutex_
+  std::vector<Pooled> idle_;           // guarded by mutex_
+  std::set<Connection*> busy_;         // guarded by mutex_
+  std::size_t open_ = 0;               // idle + busy + being opened; guarded by mutex_
+  bool closed_ = false;                // guarded by mutex_
+  std::uint64_t generation_ = 0;       // guarded by mutex_
+  Clock::time_point next_connect_;     // reconnect back-off; guarded by mutex_
+  std::int64_t connect_failures_ = 0;  // consecutive; guarded by mutex_
+  bool connected_before_ = false;      // guarded by mutex_
+  bool reconnecting_ = false;          // a connection was lost or a connect failed; guarded by mutex_
+  std::string last_connect_error_;     // guarded by mutex_
   std::mutex sweep_mutex_;
   std::map<std::string, Clock::time_point, std::less<>> last_sweep_;  // per queue; guarded by sweep_mutex_
 };
@@ -361,8 +383,8 @@ Result<std::unique_ptr<RedisTransport>> RedisTransport::open(Options options) {
     return unexpected(Errc::invalid_argument, "processing_suffix must be non-empty and differ from " +
                                                   std::string(kLeasesSuffix) + " and " + std::string(kDelayedSuffix));
   }
-  if (options.reconnect_backoff.count() <= 0 || options.reconnect_backoff_max < options.reconnect_backoff) {
-    return unexpected(Errc::invalid_argument, "reconnect_backoff must be positive and at most reconnect_backoff_max");
+  if (options.reconnect_backoff.initial.count() <= 0 || options.reconnect_backoff.max.count() <= 0) {
+    return unexpected(Errc::invalid_argument, "reconnect_backoff's initial and max must be positive");
   }
   auto endpoint = redis_detail::endpoint_of(options);
   if (!endpoint) return unexpected(endpoint.error());
@@ -614,17 +636,6 @@ Result<RedisTransport::Options> RedisTransport::options_from_url(const Url& url)
   if (url.scheme != "redis" && url.scheme != "rediss") {
     return unexpected(Errc::invalid_argument, "not a redis:// or rediss:// URL: " + url.redacted());
   }
-  static constexpr std::array<std::string_view, 11> kKnown = {
-      "visibility_timeout", "connect_timeout", "command_timeout", "max_connections", "processing_suffix",    "tls_ca",
-      "tls_cert",           "tls_key",         "tls_server_name", "tls_verify",      "reconnect_backoff_max"};
-  for (const auto& entry : url.query) {
-    if (std::find(kKnown.begin(), kKnown.end(), entry.first) == kKnown.end()) {
-      std::string known;
-      for (std::string_view name : kKnown) known.append(known.empty() ? "" : ", ").append(name);
-      return unexpected(Errc::invalid_argument,
-                        "redis:// has no parameter '" + entry.first + "' (known: " + known + ")");
-    }
-  }
   Options options;
   if (url.host.find(',') != std::string::npos) {
     return unexpected(Errc::invalid_argument, "redis:// takes one host, not " + url.host);
@@ -644,37 +655,18 @@ Result<RedisTransport::Options> RedisTransport::options_from_url(const Url& url)
     options.database = database;
   }
   options.tls.enabled = url.scheme == "rediss";
-  for (std::string_view key : {"tls_ca", "tls_cert", "tls_key", "tls_server_name", "tls_verify"}) {
-    if (!options.tls.enabled && url.query.contains(key)) {
-      return unexpected(Errc::invalid_argument, std::string(key) + " needs a rediss:// URL (TLS)");
-    }
-  }
-  options.tls.ca_file = url.param("tls_ca");
-  options.tls.cert_file = url.param("tls_cert");
-  options.tls.key_file = url.param("tls_key");
-  options.tls.server_name = url.param("tls_server_name");
-  auto verify = url.flag("tls_verify", true);
-  if (!verify) return unexpected(verify.error());
-  options.tls.verify = *verify;
-  auto visibility = seconds_parameter(url, "visibility_timeout", options.visibility_timeout);
-  if (!visibility) return unexpected(visibility.error());
-  options.visibility_timeout = *visibility;
-  auto connect = seconds_parameter(url, "connect_timeout", options.connect_timeout);
-  if (!connect) return unexpected(connect.error());
-  options.connect_timeout = *connect;
-  auto command = seconds_parameter(url, "command_timeout", options.command_timeout);
-  if (!command) return unexpected(command.error());
-  options.command_timeout = *command;
-  auto reconnect = seconds_parameter(url, "reconnect_backoff_max", options.reconnect_backoff_max);
-  if (!reconnect) return unexpected(reconnect.error());
-  options.reconnect_backoff_max = std::max(*reconnect, options.reconnect_backoff);
-  auto connections = url.number("max_connections", static_cast<double>(options.max_connections));
-  if (!connections) return unexpected(connections.error());
-  if (*connections < 1 || *connections > 1024 || std::floor(*connections) != *connections) {
-    return unexpected(Errc::invalid_argument, "max_connections must be a whole number from 1 to 1024");
-  }
-  options.max_connections = static_cast<std::size_t>(*connections);
-  if (url.query.contains("processing_suffix")) options.processing_suffix = url.param("processing_suffix");
+  constexpr milliseconds kMin(1);
+  constexpr std::chrono::hours kHour(1);
+  UrlOptionReader read(url);
+  read.duration("visibility_timeout", options.visibility_timeout, {.min = kMin});
+  read.duration("connect_timeout", options.connect_timeout, {.min = kMin, .max = kHour});
+  read.duration("command_timeout", options.command_timeout, {.min = kMin, .max = kHour});
+  read.integer("max_connections", options.max_connections, 1, 1024);
+  read.text("processing_suffix", options.processing_suffix);
+  read.duration("reconnect_min", options.reconnect_backoff.initial, {.min = kMin, .max = kHour});
+  read.duration("reconnect_max", options.reconnect_backoff.max, {.min = kMin, .max = kHour}, {"reconnect_backoff_max"});
+  read.tls(options.tls, "rediss://");
+  if (auto done = read.finish(); !done) return unexpected(done.error());
   return options;
 }
 

@@ -4,12 +4,12 @@
 #include <babelqueue/json.hpp>
 #include <babelqueue/sqlite_transport.hpp>
 #include <babelqueue/transport_registry.hpp>
+#include <babelqueue/url_options.hpp>
 #include <babelqueue/uuid.hpp>
 #include <babelqueue/value.hpp>
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <limits>
@@ -103,16 +103,6 @@ Headers decode_headers(const std::string& text) {
 }
 
 std::int64_t to_ms(milliseconds duration) noexcept { return static_cast<std::int64_t>(duration.count()); }
-
-Result<milliseconds> seconds_parameter(const Url& url, std::string_view key, milliseconds fallback, bool zero_ok) {
-  auto seconds = url.number(key, static_cast<double>(fallback.count()) / 1000.0);
-  if (!seconds) return unexpected(seconds.error());
-  if (*seconds < 0 || (!zero_ok && *seconds == 0) || *seconds > 1e9) {
-    return unexpected(Errc::invalid_argument, "sqlite:// " + std::string(key) + " must be a number of seconds " +
-                                                  (zero_ok ? "from 0" : "above 0") + " to 1e9");
-  }
-  return milliseconds(std::llround(*seconds * 1000.0));
-}
 
 }  // namespace
 
@@ -361,14 +351,6 @@ Result<SqliteTransport::Options> SqliteTransport::options_from_url(const Url& ur
         Errc::invalid_argument,
         "sqlite:// takes a file path (sqlite://relative/path.db or sqlite:///absolute/path.db), not " + url.redacted());
   }
-  static constexpr std::string_view kKnown[] = {"visibility_timeout", "busy_timeout", "poll_interval", "synchronous"};
-  for (const auto& entry : url.query) {
-    if (std::find(std::begin(kKnown), std::end(kKnown), entry.first) == std::end(kKnown)) {
-      return unexpected(Errc::invalid_argument,
-                        "sqlite:// has no parameter '" + entry.first +
-                            "' (known: visibility_timeout, busy_timeout, poll_interval, synchronous)");
-    }
-  }
   Options options;
   if (url.host.empty()) {
     if (url.path.empty())
@@ -377,24 +359,12 @@ Result<SqliteTransport::Options> SqliteTransport::options_from_url(const Url& ur
   } else {
     options.path = url.path.empty() ? url.host : url.host + "/" + url.path;  // sqlite://data/q.db
   }
-  auto visibility = seconds_parameter(url, "visibility_timeout", options.visibility_timeout, false);
-  if (!visibility) return unexpected(visibility.error());
-  options.visibility_timeout = *visibility;
-  auto busy = seconds_parameter(url, "busy_timeout", options.busy_timeout, true);
-  if (!busy) return unexpected(busy.error());
-  options.busy_timeout = *busy;
-  auto poll = seconds_parameter(url, "poll_interval", options.poll_interval, false);
-  if (!poll) return unexpected(poll.error());
-  options.poll_interval = *poll;
-  const std::string synchronous = url.param("synchronous", "normal");
-  if (synchronous == "normal") {
-    options.synchronous = Synchronous::normal;
-  } else if (synchronous == "full") {
-    options.synchronous = Synchronous::full;
-  } else {
-    return unexpected(Errc::invalid_argument,
-                      "sqlite:// synchronous must be normal or full, not '" + synchronous + "'");
-  }
+  UrlOptionReader read(url);
+  read.duration("visibility_timeout", options.visibility_timeout, {.min = milliseconds(1)});
+  read.duration("busy_timeout", options.busy_timeout, {.max = std::chrono::hours(24)});
+  read.duration("poll_interval", options.poll_interval, {.min = milliseconds(1), .max = std::chrono::hours(1)});
+  read.choice("synchronous", options.synchronous, {{"normal", Synchronous::normal}, {"full", Synchronous::full}});
+  if (auto done = read.finish(); !done) return unexpected(done.error());
   return options;
 }
 

@@ -78,6 +78,43 @@ TEST(KafkaUrl, RefusesWhatItCannotUse) {
   }
 }
 
+TEST(KafkaUrl, TheSharedTlsNamesBecomeLibrdkafkaProperties) {
+  const auto options =
+      parse("kafka://h:9093?tls=true&tls_ca=/etc/ca.pem&tls_cert=c.pem&tls_key=k.pem&tls_verify=false");
+  EXPECT_EQ(options.client_properties.at("security.protocol"), "SSL");
+  EXPECT_EQ(options.client_properties.at("ssl.ca.location"), "/etc/ca.pem");
+  EXPECT_EQ(options.client_properties.at("ssl.certificate.location"), "c.pem");
+  EXPECT_EQ(options.client_properties.at("ssl.key.location"), "k.pem");
+  EXPECT_EQ(options.client_properties.at("enable.ssl.certificate.verification"), "false");
+  EXPECT_EQ(options.client_properties.at("ssl.endpoint.identification.algorithm"), "none");
+  // With a user: SASL over TLS. A property given as rdkafka.NAME wins.
+  const auto sasl = parse("kafka://alice:pw@h:9093?tls=1&tls_ca=/etc/ca.pem&rdkafka.ssl.ca.location=/other.pem");
+  EXPECT_EQ(sasl.client_properties.at("security.protocol"), "SASL_SSL");
+  EXPECT_EQ(sasl.client_properties.at("ssl.ca.location"), "/other.pem");
+  // TLS turned on by librdkafka's own property takes the shared names too.
+  const auto by_property = parse("kafka://h:9093?rdkafka.security.protocol=sasl_ssl&cacert=/etc/ca.pem");
+  EXPECT_EQ(by_property.client_properties.at("security.protocol"), "sasl_ssl");
+  EXPECT_EQ(by_property.client_properties.at("ssl.ca.location"), "/etc/ca.pem");
+  // Without TLS nothing is added.
+  EXPECT_EQ(parse("kafka://h:9092").client_properties.count("security.protocol"), 0U);
+}
+
+TEST(KafkaUrl, ErrorsUseTheSharedTexts) {
+  auto refuse = [](const std::string& text) {
+    auto options = bq::KafkaTransport::options_from_url(*bq::Url::parse(text));
+    EXPECT_FALSE(options) << text;
+    return options ? std::string() : options.error().message();
+  };
+  EXPECT_EQ(refuse("kafka://h:9092?tls_ca=/x"), "kafka:// URL: parameter 'tls_ca' needs TLS (tls=true)");
+  EXPECT_NE(refuse("kafka://h:9092?tls=true&tls_server_name=k").find("'tls_server_name'"), std::string::npos);
+  EXPECT_NE(refuse("kafka://h:9092?tls=true&tls_cert=c.pem").find("tls_cert and tls_key go together"),
+            std::string::npos);
+  EXPECT_EQ(refuse("kafka://h:9092?session_timeout=5x"),
+            "kafka:// URL: parameter 'session_timeout' is '5x', expected a duration (500ms, 5s, 2m, or a number of "
+            "seconds) between 1ms and 1h");
+  EXPECT_EQ(refuse("kafka://h:9092?grup=x").rfind("kafka:// URL: unknown parameter 'grup' (known: group, ", 0), 0U);
+}
+
 TEST(KafkaTransport, RefusesBadOptionsBeforeConnecting) {
   bq::KafkaTransport::Options options;
   options.retry_tiers = {5s, 1s};

@@ -19,8 +19,12 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <set>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace bq = babelqueue;
 using bq::Delivery;
@@ -121,6 +125,31 @@ TEST(RedisUrl, RefusesWhatItDoesNotUnderstand) {
   }
   auto unknown = RedisTransport::options_from_url(*bq::Url::parse("redis://h?visibility_timeot=1"));
   EXPECT_NE(unknown.error().message().find("visibility_timeot"), std::string::npos);
+}
+
+TEST(RedisUrl, ReadsTheSharedVocabulary) {
+  auto options = RedisTransport::options_from_url(
+      *bq::Url::parse("rediss://h?visibility_timeout=1500ms&connect_timeout=2s&command_timeout=1m&reconnect_min=50ms"
+                      "&reconnect_max=3&cacert=/etc/ca.pem&verify=false&tls_server_name=cache"));
+  ASSERT_TRUE(options) << options.error().message();
+  EXPECT_EQ(options->visibility_timeout, 1500ms);
+  EXPECT_EQ(options->connect_timeout, 2s);
+  EXPECT_EQ(options->command_timeout, 1min);
+  EXPECT_EQ(options->reconnect_backoff.initial, 50ms);
+  EXPECT_EQ(options->reconnect_backoff.max, 3s);
+  EXPECT_GT(options->reconnect_backoff.jitter, 0.0);
+  EXPECT_EQ(options->tls.ca_file, "/etc/ca.pem");
+  EXPECT_FALSE(options->tls.verify);
+  EXPECT_EQ(options->tls.server_name, "cache");
+  // The older spelling of reconnect_max.
+  auto old = RedisTransport::options_from_url(*bq::Url::parse("redis://h?reconnect_backoff_max=0.5"));
+  ASSERT_TRUE(old) << old.error().message();
+  EXPECT_EQ(old->reconnect_backoff.max, 500ms);
+  auto bad = RedisTransport::options_from_url(*bq::Url::parse("redis://u:hunter2@h?connect_timeout=abc"));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(),
+            "redis:// URL: parameter 'connect_timeout' is 'abc', expected a duration (500ms, 5s, 2m, or a number of "
+            "seconds) between 1ms and 1h");
 }
 
 // ---- the header frame ----
@@ -576,4 +605,79 @@ TEST(RedisTransportAuth, AWrongPasswordIsRefusedClearly) {
   ASSERT_FALSE(wrong_tls);
   EXPECT_EQ(wrong_tls.error().code(), Errc::auth);
   raw.run({"DEL", queue});
+}
+
+// ---- logging ----
+
+namespace {
+
+// The lines a transport logged, for the tests below.
+struct Captured {
+  std::mutex mutex;
+  std::vector<std::pair<bq::LogLevel, std::string>> lines;
+
+  bq::LogSink sink() {
+    return [this](bq::LogLevel level, std::string_view line) {
+      const std::lock_guard lock(mutex);
+      lines.emplace_back(level, std::string(line));
+    };
+  }
+  std::string text() {
+    const std::lock_guard lock(mutex);
+    std::string all;
+    for (const auto& line : lines) all += line.second + "\n";
+    return all;
+  }
+};
+
+}  // namespace
+
+TEST(RedisTransportLog, ConnectsLostConnectionsAndReconnectsAreLoggedWithoutCredentials) {
+  Raw raw;
+  const std::string user = "bq-log-" + bq::uuid_v4().substr(0, 8);
+  const std::string password = "log-test-secret-" + bq::uuid_v4().substr(0, 8);
+  raw.run({"ACL", "SETUSER", user, "on", ">" + password, "~*", "&*", "+@all"});
+  Captured captured;
+  RedisTransport::Options options;
+  options.port = static_cast<std::uint16_t>(bq::redis_test::plain_port());
+  options.user = user;
+  options.password = password;
+  options.max_connections = 1;
+  options.log = captured.sink();
+  auto transport = RedisTransport::open(options);
+  ASSERT_TRUE(transport) << transport.error().message();
+  const std::string queue = fresh_queue("log");
+  ASSERT_TRUE((*transport)->publish(queue, "a"));
+  const std::string address = "127.0.0.1:" + std::to_string(bq::redis_test::plain_port());
+  EXPECT_NE(captured.text().find("redis: connected to " + address + " (database 0)"), std::string::npos)
+      << captured.text();
+
+  // The server drops this user's connection: the next call fails or
+  // succeeds on a new connection, and the log says what happened.
+  raw.run({"CLIENT", "KILL", "USER", user});
+  bool published = false;
+  for (int i = 0; i < 5 && !published; ++i) published = static_cast<bool>((*transport)->publish(queue, "b"));
+  EXPECT_TRUE(published);
+  raw.run({"ACL", "DELUSER", user});
+  raw.run({"DEL", queue});
+  const std::string text = captured.text();
+  EXPECT_NE(text.find("redis: connection to " + address + " lost"), std::string::npos) << text;
+  EXPECT_NE(text.find("redis: reconnected to " + address), std::string::npos) << text;
+  EXPECT_EQ(text.find(password), std::string::npos) << "the password must not be logged";
+}
+
+TEST(RedisTransportLog, AFailedConnectAttemptIsLoggedWithTheNextPause) {
+  Captured captured;
+  RedisTransport::Options options;
+  options.port = 1;  // nothing listens there
+  options.password = "never-logged-secret";
+  options.connect_timeout = 500ms;
+  options.log = captured.sink();
+  auto transport = RedisTransport::open(options);
+  ASSERT_FALSE(transport);
+  const std::string text = captured.text();
+  EXPECT_NE(text.find("redis: connect attempt 1 to 127.0.0.1:1 failed, next in "), std::string::npos) << text;
+  EXPECT_EQ(text.find("never-logged-secret"), std::string::npos) << text;
+  ASSERT_FALSE(captured.lines.empty());
+  EXPECT_EQ(captured.lines.front().first, bq::LogLevel::warning);
 }
