@@ -4,20 +4,27 @@
 // <babelqueue/sqlite_transport.hpp>).
 #pragma once
 
+#include <babelqueue/attempts_rule.hpp>
+#include <babelqueue/backoff.hpp>
+#include <babelqueue/binding.hpp>
 #include <babelqueue/clock.hpp>
 #include <babelqueue/dead_letter.hpp>
+#include <babelqueue/duration.hpp>
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/error.hpp>
 #include <babelqueue/json.hpp>
+#include <babelqueue/log_sink.hpp>
 #include <babelqueue/memory_transport.hpp>
 #include <babelqueue/message.hpp>
 #include <babelqueue/redrive.hpp>
 #include <babelqueue/rejection.hpp>
 #include <babelqueue/result.hpp>
+#include <babelqueue/tls_options.hpp>
 #include <babelqueue/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/typed_message.hpp>
 #include <babelqueue/url.hpp>
+#include <babelqueue/url_options.hpp>
 #include <babelqueue/uuid.hpp>
 #include <babelqueue/value.hpp>
 #include <babelqueue/version.hpp>
