@@ -4,23 +4,19 @@
 
 namespace babelqueue::kafka::detail {
 
-DeliveryToken make_token(std::uint64_t generation, std::int64_t offset, const char* key, std::size_t key_size) {
+DeliveryToken make_token(std::uint64_t generation, std::int64_t offset) {
   DeliveryToken token;
   token.id = static_cast<std::uint64_t>(offset);
-  token.text.resize(sizeof generation + 1 + (key ? key_size : 0));
+  token.text.resize(sizeof generation);
   std::memcpy(token.text.data(), &generation, sizeof generation);
-  token.text[sizeof generation] = key ? '1' : '0';
-  if (key && key_size > 0) std::memcpy(token.text.data() + sizeof generation + 1, key, key_size);
   return token;
 }
 
 std::optional<TokenParts> parse_token(const Delivery& delivery) {
   const std::string& text = delivery.token.text;
   TokenParts parts;
-  if (text.size() < sizeof parts.generation + 1) return std::nullopt;
+  if (text.size() != sizeof parts.generation) return std::nullopt;
   std::memcpy(&parts.generation, text.data(), sizeof parts.generation);
-  parts.has_key = text[sizeof parts.generation] == '1';
-  parts.key = std::string_view(text).substr(sizeof parts.generation + 1);
   parts.offset = static_cast<std::int64_t>(delivery.token.id);
   return parts;
 }

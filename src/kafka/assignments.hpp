@@ -29,17 +29,15 @@
 
 namespace babelqueue::kafka::detail {
 
-// The token of a received record: the offset (DeliveryToken::id), and in the
-// text the partition assignment's generation (8 bytes), whether the record
-// has a key (1 byte) and the key, so a release republishes with it.
+// The token of a received record: the offset (DeliveryToken::id) and, as the
+// text's 8 bytes, the partition assignment's generation. (The record key is
+// Delivery::ordering_key, which a release republishes with.)
 struct TokenParts {
   std::uint64_t generation = 0;
   std::int64_t offset = 0;
-  bool has_key = false;
-  std::string_view key;  // into the delivery's token
 };
 
-DeliveryToken make_token(std::uint64_t generation, std::int64_t offset, const char* key, std::size_t key_size);
+DeliveryToken make_token(std::uint64_t generation, std::int64_t offset);
 std::optional<TokenParts> parse_token(const Delivery& delivery);
 
 // Orders partitions by topic then number, and finds them by a topic view (no

@@ -251,7 +251,8 @@ Track* Consumer::Session::take(Assignments::Filing& filing, const rd_kafka_messa
   });
   delivery.native_attempts_authoritative = delivery.native_attempts.has_value();
   delivery.gate_rejection = schema_version_gate(version);
-  delivery.token = make_token(track->generation, offset, key, raw->key_len);
+  if (key != nullptr) delivery.ordering_key.assign(key, raw->key_len);
+  delivery.token = make_token(track->generation, offset);
   return track;
 }
 

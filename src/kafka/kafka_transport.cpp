@@ -72,7 +72,7 @@ class KafkaTransport::State {
     PublishOptions options;
     options.headers = delivery.headers;
     options.delay = delay;
-    if (parts->has_key) options.ordering_key = std::string(parts->key);
+    options.ordering_key = delivery.ordering_key;  // the record key: the same partition
     if (auto sent = publisher_.publish(delivery.queue, delivery.body, options, attempts + 1); !sent) {
       return unexpected(sent.error().code(), sent.error().message() + "; the record stays uncommitted");
     }
@@ -174,7 +174,8 @@ Capabilities KafkaTransport::capabilities() const {
   caps.delivery_count = true;   // the bq-attempts header
   caps.redelivers_unsettled = true;
   caps.batch_publish = true;
-  caps.ordered = true;  // per partition
+  caps.ordered = true;       // per partition
+  caps.ordering_key = true;  // the record key, read back as Delivery::ordering_key
   caps.max_delay = state_->tiers_.longest();
   return caps;
 }
