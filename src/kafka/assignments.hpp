@@ -89,7 +89,8 @@ class Assignments {
   // record whose copy was confirmed) is done.
   void done(const PartitionKey& partition, std::int64_t offset);
 
-  // Files a batch of polled records under one lock.
+  // Files a batch of polled records under one lock (held while it lives).
+  // Threads: the receiving thread.
   class Filing {
    public:
     Filing(const Filing&) = delete;

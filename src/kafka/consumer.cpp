@@ -48,6 +48,8 @@ class Consumer::Session {
   void close();
 
  private:
+  // librdkafka's rebalance callback. Threads: the receiving thread, inside
+  // rd_kafka_consumer_poll() or the client's close().
   class Rebalance final : public RdKafka::RebalanceCb {
    public:
     explicit Rebalance(Session& session) : session_(session) {}

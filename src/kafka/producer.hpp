@@ -73,7 +73,7 @@ class Producer {
   Result<void> start();
 
   // The client, kept alive while the lease is held (close() waits for every
-  // lease before it destroys the client).
+  // lease before it destroys the client). Threads: the thread that took it.
   class Lease {
    public:
     explicit Lease(Producer& producer) : producer_(producer), lock_(producer.lifetime_) {}
@@ -87,7 +87,7 @@ class Producer {
   // One publish in progress: add() hands each record to librdkafka at once
   // (so the broker thread can send while the caller builds the next ones),
   // finish() waits for every delivery report. Holds a lease until it is
-  // destroyed.
+  // destroyed. Threads: the one publishing thread that made it.
   class Publication {
    public:
     explicit Publication(Producer& producer) : producer_(producer), lease_(producer) {}
