@@ -32,11 +32,13 @@
 //     producer; it returns only after the broker's delivery report.
 //   - receive: the consumer group's partitions of the queue's topic; process-then-commit: an
 //     offset is committed only when that record and every earlier record of its partition
-//     were settled (ack, or release after its copy was confirmed).
-//   - release(delay 0) republishes the same bytes to the same topic with bq-attempts + 1, then
-//     settles the original; release(delay > 0) and publish(delay > 0) park the record on the
-//     smallest retry tier covering the delay; the consuming transport re-injects it into the
-//     queue's topic when due. Without retry tiers a delay is Errc::unsupported.
+//     were settled (ack, or release after its copy was confirmed). Delivery::ordering_key is
+//     the record key (empty for a record without one).
+//   - release(delay 0) republishes the same bytes and key (so the same partition) to the same
+//     topic with bq-attempts + 1, then settles the original; release(delay > 0) and
+//     publish(delay > 0) park the record on the smallest retry tier covering the delay; the
+//     consuming transport re-injects it into the queue's topic when due. Without retry tiers a
+//     delay is Errc::unsupported.
 //   - Delivery::native_attempts is the bq-attempts header (authoritative), absent when the
 //     record has none; Delivery::gate_rejection is set when bq-schema-version is not "1".
 //

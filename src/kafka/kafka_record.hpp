@@ -88,8 +88,4 @@ std::string topic_for_queue(std::string_view queue);
 // these names are overridden.
 bool is_reserved_header(std::string_view name) noexcept;
 
-// The bq-schema-version gate and the bq-attempts value: the kit's rules.
-using binding::schema_version_gate;
-inline std::optional<std::int64_t> parse_attempts(std::string_view text) noexcept { return binding::parse_count(text); }
-
 }  // namespace babelqueue::kafka::detail

@@ -6,7 +6,7 @@
 // one, so several handler threads finishing out of order never commit past a
 // record that is still being handled.
 //
-// Thread-safety: none; the transport guards it with its state mutex.
+// Thread-safety: none; Assignments guards it with its mutex.
 #pragma once
 
 #include <algorithm>

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -546,4 +547,111 @@ TEST(KafkaBroker, AttemptsComeFromTheFirstHeaderElseTheBody) {
   EXPECT_EQ(received[1].attempts_merge, bq::AttemptsMerge::max_with_body);
   for (const auto& d : received) ASSERT_TRUE(transport->ack(d));
   transport->close();
+}
+
+// The record key comes back as Delivery::ordering_key (empty without one),
+// and a release republishes the copy with it: same key, same partition.
+TEST(KafkaBroker, ReceiveReadsTheKeyAsTheOrderingKeyAndAReleaseKeepsIt) {
+  auto transport = open_kafka("partitions=4");
+  const std::string topic = unique("keyed");
+  EXPECT_TRUE(transport->capabilities().ordering_key);
+  const std::string keyed_body = envelope(topic, 1);
+  const std::string plain_body = envelope(topic, 2);
+  bq::PublishOptions keyed;
+  keyed.ordering_key = "customer-7";
+  ASSERT_TRUE(transport->publish(topic, keyed_body, keyed));
+  ASSERT_TRUE(transport->publish(topic, plain_body));
+  auto received = receive_all(*transport, topic, 2);
+  ASSERT_EQ(received.size(), 2U);
+  const bq::Delivery& first = received[0].body == keyed_body ? received[0] : received[1];
+  const bq::Delivery& plain = received[0].body == keyed_body ? received[1] : received[0];
+  EXPECT_EQ(first.ordering_key, "customer-7");
+  EXPECT_EQ(plain.ordering_key, "");
+  ASSERT_TRUE(transport->release(first));
+  ASSERT_TRUE(transport->ack(plain));
+  auto again = receive_all(*transport, topic, 1);
+  ASSERT_EQ(again.size(), 1U);
+  EXPECT_EQ(again[0].body, keyed_body);
+  EXPECT_EQ(again[0].ordering_key, "customer-7");
+  EXPECT_EQ(again[0].native_attempts, 1);
+  ASSERT_TRUE(transport->ack(again[0]));
+  transport->close();
+
+  std::vector<kafka_test::RawRecord> copies;
+  for (auto& record : kafka_test::read_topic(servers(), topic, 3, 4)) {
+    if (record.value == keyed_body) copies.push_back(std::move(record));
+  }
+  ASSERT_EQ(copies.size(), 2U);
+  EXPECT_EQ(copies[0].key, "customer-7");
+  EXPECT_EQ(copies[1].key, "customer-7");
+  EXPECT_EQ(copies[0].partition, copies[1].partition);
+}
+
+// The Worker's retry of a keyed record keeps its key, so it lands on the
+// partition of the original (a keyless retry goes to any partition and is
+// then ordered with nothing of its key). Eight keys over four partitions: the
+// originals spread over several partitions, so chance cannot pass the test.
+TEST(KafkaBroker, AKeyedRecordRetriedStaysOnItsPartitionWithItsKey) {
+  constexpr int kKeys = 8;
+  constexpr int kPartitions = 4;
+  const std::string topic = unique("keyed-retry");
+  auto transport = open_kafka("partitions=4&commit_interval=50ms");
+  ASSERT_TRUE(transport->ensure_topic(topic));
+  for (int i = 0; i < kKeys; ++i) {
+    bq::PublishOptions keyed;
+    keyed.ordering_key = "customer-" + std::to_string(i);
+    ASSERT_TRUE(transport->publish(topic, envelope(topic, i), keyed));
+  }
+
+  bq::WorkerOptions options;
+  options.default_queue = topic;
+  options.max_attempts = 3;
+  bq::Worker worker(*transport, options);
+  std::atomic<int> first_attempts{0};
+  std::atomic<int> handled{0};
+  worker.handle("urn:test:kafka:item", [&](const bq::Message& m) -> bq::Result<void> {
+    if (m.attempts() == 0) {
+      ++first_attempts;
+      return bq::unexpected(bq::Errc::internal, "the first attempt fails");
+    }
+    ++handled;
+    return {};
+  });
+  std::thread runner([&] { (void)worker.run({topic}); });
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (handled.load() < kKeys && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  worker.stop();
+  runner.join();
+  transport->close();
+  EXPECT_EQ(first_attempts.load(), kKeys);
+  ASSERT_EQ(handled.load(), kKeys) << "every record is retried once, then handled";
+
+  // On the topic: each original (bq-attempts 0) and its retry (1).
+  auto records = kafka_test::read_topic(servers(), topic, 2 * kKeys, kPartitions);
+  ASSERT_EQ(records.size(), static_cast<std::size_t>(2 * kKeys));
+  std::map<std::string, const kafka_test::RawRecord*> originals;
+  std::map<std::string, const kafka_test::RawRecord*> retries;
+  std::set<std::int32_t> partitions_used;
+  for (const auto& record : records) {
+    auto env = bq::Envelope::decode(record.value);
+    ASSERT_TRUE(env);
+    const std::string id(env->id());
+    if (record.header("bq-attempts") == "0") {
+      originals[id] = &record;
+      partitions_used.insert(record.partition);
+    } else {
+      EXPECT_EQ(record.header("bq-attempts"), "1");
+      retries[id] = &record;
+    }
+  }
+  ASSERT_EQ(originals.size(), static_cast<std::size_t>(kKeys));
+  ASSERT_EQ(retries.size(), static_cast<std::size_t>(kKeys));
+  EXPECT_GE(partitions_used.size(), 2U) << "the keys should spread over the partitions";
+  for (const auto& [id, original] : originals) {
+    SCOPED_TRACE(original->key.value_or("(no key)"));
+    const kafka_test::RawRecord* retry = retries.at(id);
+    ASSERT_TRUE(original->key);
+    EXPECT_EQ(retry->key, original->key) << "the retry lost its key";
+    EXPECT_EQ(retry->partition, original->partition) << "the retry moved to another partition";
+  }
 }

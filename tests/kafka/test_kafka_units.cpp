@@ -241,7 +241,10 @@ TEST(KafkaRecord, TheScanProjectsExactlyWhatDecodingProjects) {
 }
 
 TEST(KafkaRecord, SchemaVersionGate) {
-  using bq::kafka::detail::schema_version_gate;
+  // The kit's gate, as the Kafka consumer applies it to the bq-schema-version header.
+  auto schema_version_gate = [](std::optional<std::string_view> header) {
+    return bq::binding::schema_version_gate(header);
+  };
   EXPECT_FALSE(schema_version_gate(std::nullopt));
   EXPECT_FALSE(schema_version_gate(""));
   EXPECT_FALSE(schema_version_gate(" \t\r\n\v\f"));
@@ -254,7 +257,8 @@ TEST(KafkaRecord, SchemaVersionGate) {
 }
 
 TEST(KafkaRecord, AttemptsHeader) {
-  using bq::kafka::detail::parse_attempts;
+  // The kit's count parsing, as the Kafka consumer reads the bq-attempts header.
+  auto parse_attempts = [](std::string_view text) { return bq::binding::parse_count(text); };
   EXPECT_EQ(parse_attempts("0"), 0);
   EXPECT_EQ(parse_attempts("42"), 42);
   EXPECT_FALSE(parse_attempts(""));

@@ -1,0 +1,85 @@
+#include "client_support.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace babelqueue::kafka::detail {
+namespace {
+
+LogLevel level_of(RdKafka::Event::Severity severity) {
+  switch (severity) {
+    case RdKafka::Event::EVENT_SEVERITY_EMERG:
+    case RdKafka::Event::EVENT_SEVERITY_ALERT:
+    case RdKafka::Event::EVENT_SEVERITY_CRITICAL:
+    case RdKafka::Event::EVENT_SEVERITY_ERROR: return LogLevel::error;
+    case RdKafka::Event::EVENT_SEVERITY_WARNING: return LogLevel::warning;
+    case RdKafka::Event::EVENT_SEVERITY_NOTICE:
+    case RdKafka::Event::EVENT_SEVERITY_INFO: return LogLevel::info;
+    default: return LogLevel::debug;
+  }
+}
+
+}  // namespace
+
+std::int64_t epoch_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int to_int_ms(std::chrono::milliseconds value) {
+  return static_cast<int>(std::clamp<std::int64_t>(value.count(), 0, std::numeric_limits<int>::max()));
+}
+
+Errc errc_of(RdKafka::ErrorCode code) {
+  switch (code) {
+    case RdKafka::ERR__MSG_TIMED_OUT:
+    case RdKafka::ERR__TIMED_OUT:
+    case RdKafka::ERR_REQUEST_TIMED_OUT: return Errc::timeout;
+    case RdKafka::ERR__UNKNOWN_TOPIC:
+    case RdKafka::ERR_UNKNOWN_TOPIC_OR_PART: return Errc::not_found;
+    case RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RdKafka::ERR_GROUP_AUTHORIZATION_FAILED:
+    case RdKafka::ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RdKafka::ERR__AUTHENTICATION:
+    case RdKafka::ERR_SASL_AUTHENTICATION_FAILED: return Errc::auth;
+    case RdKafka::ERR_MSG_SIZE_TOO_LARGE:
+    case RdKafka::ERR_RECORD_LIST_TOO_LARGE: return Errc::invalid_argument;
+    case RdKafka::ERR__TRANSPORT:
+    case RdKafka::ERR__ALL_BROKERS_DOWN:
+    case RdKafka::ERR__RESOLVE: return Errc::connection;
+    case RdKafka::ERR__PURGE_QUEUE:
+    case RdKafka::ERR__PURGE_INFLIGHT:
+    case RdKafka::ERR__DESTROY: return Errc::closed;
+    default: return Errc::broker;
+  }
+}
+
+Result<void> apply_properties(RdKafka::Conf& conf, const std::map<std::string, std::string>& props,
+                              std::string_view client) {
+  for (const auto& [name, value] : props) {
+    std::string error;
+    if (conf.set(name, value, error) != RdKafka::Conf::CONF_OK) {
+      return unexpected(Errc::invalid_argument,
+                        "librdkafka refused the " + std::string(client) + " property " + name + ": " + error);
+    }
+  }
+  return {};
+}
+
+void LogEvents::event_cb(RdKafka::Event& event) {
+  if (!sink_) return;
+  switch (event.type()) {
+    case RdKafka::Event::EVENT_LOG:
+      sink_(level_of(event.severity()), "kafka " + event.fac() + ": " + event.str());
+      break;
+    case RdKafka::Event::EVENT_ERROR:
+      // Client errors (all brokers down, authentication) are retried by
+      // librdkafka itself; fatal ones also fail the next call.
+      sink_(event.fatal() ? LogLevel::error : LogLevel::warning,
+            "kafka: " + RdKafka::err2str(event.err()) + ": " + event.str());
+      break;
+    default: break;
+  }
+}
+
+}  // namespace babelqueue::kafka::detail

@@ -1,0 +1,148 @@
+#include "producer.hpp"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+namespace babelqueue::kafka::detail {
+
+void add_header(rd_kafka_headers_t* headers, std::string_view name, std::string_view value) {
+  rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()), value.data(),
+                      static_cast<ssize_t>(value.size()));
+}
+
+void DeliveryGroup::report(RdKafka::Message& message) {
+  std::lock_guard lock(mutex);
+  if (message.err() != RdKafka::ERR_NO_ERROR && !first_error) {
+    first_error.emplace(errc_of(message.err()), "the broker did not confirm the record on topic " +
+                                                    message.topic_name() + ": " + message.errstr());
+  }
+  --remaining;
+}
+
+Result<void> DeliveryGroup::wait(RdKafka::Producer& producer) {
+  for (;;) {
+    {
+      std::lock_guard lock(mutex);
+      if (remaining == 0) break;
+    }
+    producer.poll(1);
+  }
+  std::lock_guard lock(mutex);
+  if (first_error) return unexpected(*first_error);
+  return {};
+}
+
+void DeliveryReports::dr_cb(RdKafka::Message& message) {
+  // A Publication waits until every record it produced was reported (purged
+  // records are reported too), so the group outlives its reports.
+  auto* group = static_cast<DeliveryGroup*>(message.msg_opaque());
+  if (group != nullptr) group->report(message);
+}
+
+Result<void> Producer::start() {
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::map<std::string, std::string> props = {
+      {"bootstrap.servers", options_.bootstrap_servers},
+      {"acks", "all"},
+      {"enable.idempotence", "true"},
+      {"linger.ms", "1"},
+      {"message.timeout.ms", std::to_string(to_int_ms(options_.publish_timeout))},
+      // Topics are created by TopicAdmin with the configured partitions,
+      // never by the broker's defaults as a side effect of a metadata look-up.
+      {"allow.auto.create.topics", "false"},
+  };
+  for (const auto& [k, v] : options_.client_properties) props[k] = v;
+  for (const auto& [k, v] : options_.producer_properties) props[k] = v;
+  if (auto set = apply_properties(*conf, props, "producer"); !set) return set;
+  std::string error;
+  if (conf->set("dr_cb", &delivery_reports_, error) != RdKafka::Conf::CONF_OK ||
+      conf->set("event_cb", &log_, error) != RdKafka::Conf::CONF_OK) {
+    return unexpected(Errc::internal, "librdkafka refused the producer's callbacks: " + error);
+  }
+  client_.reset(RdKafka::Producer::create(conf.get(), error));
+  if (!client_) return unexpected(Errc::invalid_argument, "could not create the Kafka producer: " + error);
+  // No polling thread: every Publication waits for its delivery reports and
+  // serves them itself (DeliveryGroup::wait).
+  return {};
+}
+
+Result<void> Producer::Publication::add(OutgoingRecord& out) {
+  if (producer_.closed_.load()) return unexpected(Errc::closed, "the Kafka transport is closed");
+  rd_kafka_vu_t fields[7];
+  fields[0].vtype = RD_KAFKA_VTYPE_TOPIC;
+  fields[0].u.cstr = out.topic.data();
+  fields[1].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+  fields[1].u.i = RD_KAFKA_MSG_F_COPY;
+  fields[2].vtype = RD_KAFKA_VTYPE_VALUE;
+  // librdkafka's field is non-const but the value is copied (RD_KAFKA_MSG_F_COPY).
+  fields[2].u.mem.ptr = const_cast<char*>(out.value.data());
+  fields[2].u.mem.size = out.value.size();
+  fields[3].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
+  fields[3].u.i64 = out.timestamp;
+  fields[4].vtype = RD_KAFKA_VTYPE_HEADERS;
+  fields[4].u.headers = out.headers.get();
+  fields[5].vtype = RD_KAFKA_VTYPE_OPAQUE;
+  fields[5].u.ptr = &group_;
+  std::size_t count = 6;
+  if (out.has_key) {
+    fields[6].vtype = RD_KAFKA_VTYPE_KEY;
+    fields[6].u.mem.ptr = const_cast<char*>(out.key.data());
+    fields[6].u.mem.size = out.key.size();
+    count = 7;
+  }
+  {
+    // Another publishing thread may serve this group's reports.
+    std::lock_guard lock(group_.mutex);
+    ++group_.remaining;
+  }
+  RdKafka::Producer& client = lease_.client();
+  rd_kafka_t* rk = client.c_ptr();
+  rd_kafka_resp_err_t code = RD_KAFKA_RESP_ERR_NO_ERROR;
+  std::optional<Clock::time_point> deadline;  // taken only when the queue is full
+  for (;;) {
+    rd_kafka_error_t* error = rd_kafka_produceva(rk, fields, count);
+    code = error ? rd_kafka_error_code(error) : RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (error) rd_kafka_error_destroy(error);
+    if (code != RD_KAFKA_RESP_ERR__QUEUE_FULL || producer_.closed_.load()) break;
+    if (!deadline) deadline = Clock::now() + producer_.options_.publish_timeout;
+    if (Clock::now() >= *deadline) break;
+    // The queue empties as delivery reports are served, and only
+    // publishers serve them: serve some.
+    client.poll(2);
+  }
+  if (code != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    std::lock_guard lock(group_.mutex);
+    --group_.remaining;
+    return unexpected(errc_of(static_cast<RdKafka::ErrorCode>(code)),
+                      "could not produce to topic " + std::string(out.topic) + ": " + rd_kafka_err2str(code));
+  }
+  (void)out.headers.release();  // librdkafka owns them now
+  ++produced_;
+  return {};
+}
+
+Result<void> Producer::Publication::finish() {
+  if (produced_ == 0) return {};  // (after close() the client may be gone)
+  return group_.wait(lease_.client());
+}
+
+Result<void> Producer::produce_one(OutgoingRecord& out) {
+  Publication publication(*this);
+  if (auto added = publication.add(out); !added) return added;
+  return publication.finish();
+}
+
+void Producer::close(Clock::time_point until) {
+  if (client_) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+    client_->flush(std::max(0, to_int_ms(left)));
+    client_->purge(RdKafka::Producer::PURGE_QUEUE | RdKafka::Producer::PURGE_INFLIGHT);
+    client_->poll(0);  // serves the purged records' reports
+  }
+  std::unique_lock life(lifetime_);  // every Publication has had its reports
+  if (client_) client_->poll(0);
+  client_.reset();
+}
+
+}  // namespace babelqueue::kafka::detail
