@@ -61,6 +61,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace babelqueue {
 
@@ -115,9 +116,11 @@ class SqsTransport final : public Transport {
   Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
                                         std::chrono::milliseconds wait) override;
   Result<void> ack(const Delivery& delivery) override;
-  // DeleteMessageBatch for deliveries of one queue, 10 per call. Every
-  // delivery is attempted; the first failure is returned.
-  Result<void> ack_batch(std::span<const Delivery> deliveries) override;
+  // DeleteMessageBatch for consecutive deliveries of one queue, 10 per
+  // call. Every delivery is attempted; each one SQS did not delete is
+  // reported with its own error (a stale receipt handle: Errc::not_found).
+  using Transport::ack_batch;
+  Result<void> ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures) override;
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
   Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override;
   std::string dead_letter_queue(std::string_view queue) const override;
