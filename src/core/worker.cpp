@@ -142,6 +142,8 @@ class Worker::Impl {
     PublishOptions publish;
     publish.headers = params.headers;
     publish.delay = params.delay;
+    publish.ordering_key = params.ordering_key;
+    publish.dedup_id = params.dedup_id;
     if (auto r = transport_.publish(env->queue(), env->body(), publish); !r) return unexpected(r.error());
     return std::string(env->id());
   }
@@ -476,6 +478,10 @@ class Worker::Impl {
     auto body = env.encode_with_attempts(next);
     PublishOptions publish;
     publish.headers = flight.delivery.headers;
+    // The retry stays in the original's partition or message group. No
+    // deduplication id: the transport derives one that tells a retry from
+    // its original (SQS FIFO: meta.id:attempts), so it is not dropped.
+    publish.ordering_key = flight.delivery.ordering_key;
     std::chrono::milliseconds delay = fixed_delay.value_or(
         options_.retry_backoff ? options_.retry_backoff->delay_for(next) : std::chrono::milliseconds(0));
     if (delay.count() > 0 && !caps_.native_delay) {
@@ -552,6 +558,7 @@ class Worker::Impl {
                                                                : options_.dead_letter_queue;
     PublishOptions publish;
     publish.headers = flight.delivery.headers;
+    publish.ordering_key = flight.delivery.ordering_key;
     for (const auto& [k, v] : extra) publish.headers[k] = v;
     if (!flight.claim()) return false;
     if (auto r = transport_.publish(dlq, body, publish); !r) {
