@@ -18,8 +18,10 @@
 //     bq-created-at (Number), from the body; then out-of-band headers as
 //     String attributes in name order, up to SQS's 10 (contract ones win).
 //   - receive(): ReceiveMessage (long polling, up to 10 per call, all
-//     message attributes, ApproximateReceiveCount). native_attempts =
-//     ApproximateReceiveCount - 1 (the runtime takes max with the body's).
+//     message attributes, ApproximateReceiveCount, and MessageGroupId on a
+//     FIFO queue). native_attempts = ApproximateReceiveCount - 1 (the
+//     runtime takes max with the body's); Delivery::ordering_key =
+//     MessageGroupId, so a retry, dead-letter or redrive stays in its group.
 //     The bq-schema-version gate runs before anything reads the body.
 //   - ack(): DeleteMessage; acks of one queue that meet while a delete is in
 //     flight go together in one DeleteMessageBatch.

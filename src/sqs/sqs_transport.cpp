@@ -430,6 +430,7 @@ Delivery SqsTransport::State::to_delivery(std::string_view queue, const Value& m
   const std::string* receive_count = nullptr;
   if (const Value* attributes = message.find("Attributes")) {
     receive_count = string_member(*attributes, "ApproximateReceiveCount");
+    if (const std::string* group = string_member(*attributes, "MessageGroupId")) delivery.ordering_key = *group;
   }
   delivery.native_attempts = sqs_detail::native_attempts(receive_count);
   const std::string* schema_version = nullptr;
@@ -612,6 +613,13 @@ Capabilities SqsTransport::capabilities() const {
   caps.extendable_lease = true;
   caps.batch_publish = true;
   caps.ordered = state_->options.fifo;
+  // Capabilities are promised for every queue the transport serves. A queue
+  // named *.fifo always gets its MessageGroupId (the ordering key) and
+  // MessageDeduplicationId, and receive reads the group back; but without
+  // fifo=1 the same transport also serves standard queues, which have
+  // neither, so only fifo=1 promises them.
+  caps.ordering_key = state_->options.fifo;
+  caps.deduplication = state_->options.fifo;
   caps.max_delay = kMaxDelay;
   caps.lease = state_->options.visibility_timeout;
   caps.broker_dead_letter_policy = true;
@@ -718,7 +726,10 @@ Result<std::vector<Delivery>> SqsTransport::receive(std::string_view queue, std:
     request.append(",\"MaxNumberOfMessages\":").append(std::to_string(count));
     request.append(",\"WaitTimeSeconds\":").append(std::to_string(wait_seconds));
     request.append(",\"VisibilityTimeout\":").append(std::to_string(state_->options.visibility_timeout.count()));
-    request.append(R"(,"AttributeNames":["ApproximateReceiveCount"],"MessageAttributeNames":["All"]})");
+    // A FIFO message's group is asked for too: a retry republishes in it.
+    request.append(is_fifo(queue) ? R"(,"AttributeNames":["ApproximateReceiveCount","MessageGroupId"])"
+                                  : R"(,"AttributeNames":["ApproximateReceiveCount"])");
+    request.append(R"(,"MessageAttributeNames":["All"]})");
     auto received = state_->call("ReceiveMessage", std::move(request), seconds(wait_seconds), true);
     if (!received) {
       if (received.error().code() == Errc::closed) return unexpected(received.error());

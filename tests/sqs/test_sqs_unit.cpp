@@ -402,6 +402,49 @@ struct Scripted {
   }
 };
 
+TEST(SqsRequests, CapabilitiesPromiseOrderingKeysAndDeduplicationOnlyWithFifo) {
+  const auto fifo = Scripted(true).transport->capabilities();
+  EXPECT_TRUE(fifo.ordering_key);
+  EXPECT_TRUE(fifo.deduplication);
+  // A transport without fifo=1 serves standard queues too, which have
+  // neither message groups nor deduplication ids.
+  const auto standard = Scripted(false).transport->capabilities();
+  EXPECT_FALSE(standard.ordering_key);
+  EXPECT_FALSE(standard.deduplication);
+}
+
+TEST(SqsRequests, AFifoReceiveAsksForTheGroupAndCarriesItAsTheOrderingKey) {
+  Scripted sqs(false);
+  sqs.http->answer("ReceiveMessage", R"({"Messages":[{"MessageId":"m1","ReceiptHandle":"r1","Body":"{}",)"
+                                     R"("Attributes":{"ApproximateReceiveCount":"2","MessageGroupId":"group-A"}}]})");
+  auto got = sqs.transport->receive("orders.fifo", 10, std::chrono::milliseconds(0));
+  ASSERT_TRUE(got) << got.error().message();
+  ASSERT_EQ(got->size(), 1U);
+  EXPECT_EQ((*got)[0].ordering_key, "group-A");
+  EXPECT_EQ((*got)[0].native_attempts, 1);
+  const bq::Value request = sqs.last_request("ReceiveMessage");
+  EXPECT_EQ(request["AttributeNames"], bq::Value::array({"ApproximateReceiveCount", "MessageGroupId"}));
+
+  // A standard queue's messages have no group: it is not asked for.
+  sqs.http->answer("ReceiveMessage", R"({"Messages":[{"MessageId":"m2","ReceiptHandle":"r2","Body":"{}"}]})");
+  auto standard = sqs.transport->receive("orders", 10, std::chrono::milliseconds(0));
+  ASSERT_TRUE(standard);
+  ASSERT_EQ(standard->size(), 1U);
+  EXPECT_EQ((*standard)[0].ordering_key, "");
+  EXPECT_EQ(sqs.last_request("ReceiveMessage")["AttributeNames"], bq::Value::array({"ApproximateReceiveCount"}));
+}
+
+TEST(SqsRequests, AFifoPublishSendsTheOrderingKeyAsTheGroup) {
+  Scripted sqs(true);
+  bq::PublishOptions options;
+  options.ordering_key = "group-A";
+  options.dedup_id = "d-1";
+  ASSERT_TRUE(sqs.transport->publish("orders.fifo", "{}", options));
+  const bq::Value request = sqs.last_request("SendMessage");
+  EXPECT_EQ(request["MessageGroupId"].as_string(), "group-A");
+  EXPECT_EQ(request["MessageDeduplicationId"].as_string(), "d-1");
+}
+
 TEST(SqsRequests, AckBatchNamesEachDeliverySqsDidNotDelete) {
   Scripted sqs(false);
   std::vector<bq::Delivery> deliveries(4);
