@@ -24,7 +24,9 @@
 //     MessageGroupId, so a retry, dead-letter or redrive stays in its group.
 //     The bq-schema-version gate runs before anything reads the body.
 //   - ack(): DeleteMessage; acks of one queue that meet while a delete is in
-//     flight go together in one DeleteMessageBatch.
+//     flight go together in one DeleteMessageBatch. ack_batch():
+//     DeleteMessageBatch, 10 per call (Capabilities::batch_ack: the Worker
+//     gathers its acks into such batches).
 //   - release(delay): ChangeMessageVisibility(delay rounded up to whole
 //     seconds, at most 12 h) — never delete-and-resend; extend(lease):
 //     ChangeMessageVisibility(lease) on the held message.

@@ -620,6 +620,7 @@ Capabilities SqsTransport::capabilities() const {
   // neither, so only fifo=1 promises them.
   caps.ordering_key = state_->options.fifo;
   caps.deduplication = state_->options.fifo;
+  caps.batch_ack = true;  // DeleteMessageBatch
   caps.max_delay = kMaxDelay;
   caps.lease = state_->options.visibility_timeout;
   caps.broker_dead_letter_policy = true;

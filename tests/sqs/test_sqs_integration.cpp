@@ -2,7 +2,7 @@
 // stores (attributes read back raw), FIFO ordering and deduplication (a retry
 // and a redrive are not swallowed), FIFO message groups kept by retries,
 // dead-letters and redrives, delays, release and visibility extension,
-// batches, the bq-schema-version gate, poison
+// batches (the Worker's acks included), the bq-schema-version gate, poison
 // settling, long polling, and a user-supplied HTTP client.
 #include "sqs_test_support.hpp"
 
@@ -289,6 +289,33 @@ TEST_F(SqsIntegration, AFifoDeadLetterAndItsRedriveStayInTheGroup) {
   const bq::Value back = raw_receive(q);
   ASSERT_EQ(back["Messages"].as_array().size(), 1U);
   EXPECT_EQ(back["Messages"].as_array()[0]["Attributes"]["MessageGroupId"].as_string(), "group-B");
+}
+
+TEST_F(SqsIntegration, TheWorkerDeletesHandledMessagesInBatches) {
+  auto http = std::make_shared<CountingHttpClient>();
+  auto counted = open("create=1&visibility_timeout=30", http);
+  ASSERT_TRUE(counted->capabilities().batch_ack);
+  const std::string q = queue("workerbatch");
+  std::vector<bq::OutgoingMessage> batch;
+  for (int i = 0; i < 25; ++i) batch.push_back({q, envelope("urn:test:workerbatch", i), {}});
+  ASSERT_TRUE(counted->publish_batch(batch));
+  bq::WorkerOptions options = quiet();
+  // Only full batches and the end of the run send: 10 + 10 + 5.
+  options.ack_linger = std::chrono::hours(1);
+  bq::Worker worker(*counted, options);
+  std::atomic<int> handled{0};
+  worker.handle("urn:test:workerbatch", [&](const bq::Message&) { ++handled; });
+  bq::RunLimits limits;
+  limits.idle_exit = 2s;
+  auto run = worker.run({q}, limits);
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(handled.load(), 25);
+  EXPECT_EQ(http->count("DeleteMessageBatch"), 3);
+  EXPECT_EQ(http->count("DeleteMessage"), 0);
+  EXPECT_EQ(worker.metrics().snapshot().settle_errors, 0U);
+  auto rest = transport_->receive(q, 10, 1s);
+  ASSERT_TRUE(rest);
+  EXPECT_TRUE(rest->empty()) << "a handled message was not deleted";
 }
 
 TEST_F(SqsIntegration, ContentBasedDeduplicationSendsNoIdAndKeepsRetries) {

@@ -406,11 +406,13 @@ TEST(SqsRequests, CapabilitiesPromiseOrderingKeysAndDeduplicationOnlyWithFifo) {
   const auto fifo = Scripted(true).transport->capabilities();
   EXPECT_TRUE(fifo.ordering_key);
   EXPECT_TRUE(fifo.deduplication);
+  EXPECT_TRUE(fifo.batch_ack);
   // A transport without fifo=1 serves standard queues too, which have
   // neither message groups nor deduplication ids.
   const auto standard = Scripted(false).transport->capabilities();
   EXPECT_FALSE(standard.ordering_key);
   EXPECT_FALSE(standard.deduplication);
+  EXPECT_TRUE(standard.batch_ack);
 }
 
 TEST(SqsRequests, AFifoReceiveAsksForTheGroupAndCarriesItAsTheOrderingKey) {
