@@ -20,6 +20,9 @@
 //   - Delivery::native_attempts is the number of earlier deliveries of the
 //     same stored message (releases and expired reservations count), so the
 //     runtime can bound a release loop; a republished retry is a new message.
+//   - PublishOptions::ordering_key is kept and read back as
+//     Delivery::ordering_key (Capabilities::ordering_key); dedup_id is
+//     ignored.
 //
 // Thread-safety: all methods are thread-safe; a Delivery may be settled from
 // any thread, through any MemoryTransport on the same broker.

@@ -18,11 +18,15 @@
 //     bq-created-at (Number), from the body; then out-of-band headers as
 //     String attributes in name order, up to SQS's 10 (contract ones win).
 //   - receive(): ReceiveMessage (long polling, up to 10 per call, all
-//     message attributes, ApproximateReceiveCount). native_attempts =
-//     ApproximateReceiveCount - 1 (the runtime takes max with the body's).
+//     message attributes, ApproximateReceiveCount, and MessageGroupId on a
+//     FIFO queue). native_attempts = ApproximateReceiveCount - 1 (the
+//     runtime takes max with the body's); Delivery::ordering_key =
+//     MessageGroupId, so a retry, dead-letter or redrive stays in its group.
 //     The bq-schema-version gate runs before anything reads the body.
 //   - ack(): DeleteMessage; acks of one queue that meet while a delete is in
-//     flight go together in one DeleteMessageBatch.
+//     flight go together in one DeleteMessageBatch. ack_batch():
+//     DeleteMessageBatch, 10 per call (Capabilities::batch_ack: the Worker
+//     gathers its acks into such batches).
 //   - release(delay): ChangeMessageVisibility(delay rounded up to whole
 //     seconds, at most 12 h) — never delete-and-resend; extend(lease):
 //     ChangeMessageVisibility(lease) on the held message.
@@ -61,6 +65,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace babelqueue {
 
@@ -115,9 +120,11 @@ class SqsTransport final : public Transport {
   Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
                                         std::chrono::milliseconds wait) override;
   Result<void> ack(const Delivery& delivery) override;
-  // DeleteMessageBatch for deliveries of one queue, 10 per call. Every
-  // delivery is attempted; the first failure is returned.
-  Result<void> ack_batch(std::span<const Delivery> deliveries) override;
+  // DeleteMessageBatch for consecutive deliveries of one queue, 10 per
+  // call. Every delivery is attempted; each one SQS did not delete is
+  // reported with its own error (a stale receipt handle: Errc::not_found).
+  using Transport::ack_batch;
+  Result<void> ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures) override;
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
   Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override;
   std::string dead_letter_queue(std::string_view queue) const override;

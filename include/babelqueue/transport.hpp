@@ -132,6 +132,12 @@ struct Capabilities {
   bool broker_dead_letter_policy = false;
 };
 
+// A delivery that ack_batch() could not settle.
+struct AckFailure {
+  std::size_t index;  // its position in the deliveries given to ack_batch()
+  ErrorInfo error;    // Errc::not_found when it is no longer held (a stale delivery)
+};
+
 // Counts a transport can report for a queue; -1 where it cannot tell.
 struct QueueStats {
   std::int64_t ready = -1;     // waiting to be received
@@ -167,11 +173,19 @@ class Transport {
   // Errc::not_found when the delivery is no longer held (see above).
   virtual Result<void> ack(const Delivery& delivery) = 0;
 
-  // Settles every delivery as done. Stops at the first failure and reports
-  // how many were settled before it in the error message. The default loops
-  // over ack(); transports with a batch settle (Capabilities::batch_ack)
-  // override it.
-  virtual Result<void> ack_batch(std::span<const Delivery> deliveries);
+  // Settles every delivery as done, trying each one even after a failure
+  // (a failed ack leaves only its own message to be delivered again). The
+  // error, if any, is the first failure's code with how many were not
+  // settled.
+  Result<void> ack_batch(std::span<const Delivery> deliveries);
+
+  // The same, appending to failures each delivery that was not settled, so
+  // the caller can tell which messages will come back. The result is an
+  // error exactly when something was appended. The default loops over
+  // ack(); transports with a batch settle (Capabilities::batch_ack) override
+  // this one (a derived class that does adds `using Transport::ack_batch;`
+  // to keep the form above visible).
+  virtual Result<void> ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures);
 
   // Settles a delivery as not done: the message is delivered again (after
   // delay, where native_delay). Its body is unchanged.

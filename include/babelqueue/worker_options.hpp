@@ -100,6 +100,13 @@ struct WorkerOptions {
   // this much every third of it; zero = the transport's own lease length
   // (Capabilities::lease). Turned off when both are zero.
   std::chrono::milliseconds lease_extension{0};
+  // Where the transport settles a batch of acks in one round trip
+  // (Capabilities::batch_ack, e.g. SQS), the acks of handled messages are
+  // gathered: a batch of 10 is sent at once, a smaller one once its first
+  // ack has waited this long (at most a quarter of the transport's lease),
+  // and whatever is pending when a run ends is sent before run() returns.
+  // Zero sends every ack at once, on its own.
+  std::chrono::milliseconds ack_linger{20};
   DecodeOptions decode;
   WorkerHooks hooks;
   // Where the worker logs; an empty function silences it.

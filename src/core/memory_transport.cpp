@@ -16,6 +16,7 @@ using Clock = std::chrono::steady_clock;
 struct StoredMessage {
   std::string body;
   Headers headers;
+  std::string ordering_key;     // as published; read back into Delivery::ordering_key
   std::int64_t deliveries = 0;  // how many times receive() handed it out
 };
 
@@ -147,6 +148,9 @@ Capabilities MemoryTransport::capabilities() const {
   caps.extendable_lease = true;
   caps.batch_publish = false;  // the default loop; there is no round trip to save
   caps.ordered = true;
+  // Every queue is one first-in-first-out line, so order per key holds
+  // trivially; the key is kept and read back for the runtime's republishes.
+  caps.ordering_key = true;
   return caps;
 }
 
@@ -154,7 +158,7 @@ Result<void> MemoryTransport::publish(std::string_view queue, std::string_view b
   if (auto valid = check_queue_name(queue); !valid) return valid;
   if (options.delay.count() < 0) return unexpected(Errc::invalid_argument, "the publish delay is negative");
   if (closed_) return closed_error();
-  StoredMessage message{std::string(body), options.headers, 0};
+  StoredMessage message{std::string(body), options.headers, options.ordering_key, 0};
   {
     const std::lock_guard lock(broker_->mutex);
     MemoryQueue& target = broker_->queue(queue);
@@ -195,6 +199,7 @@ Result<std::vector<Delivery>> MemoryTransport::receive(std::string_view queue, s
         delivery.queue = std::string(queue);
         delivery.body = message.body;
         delivery.headers = message.headers;
+        delivery.ordering_key = message.ordering_key;
         delivery.native_attempts = message.deliveries - 1;
         delivery.token.id = next_token_id.fetch_add(1, std::memory_order_relaxed);
         Reservation reservation{std::move(message), Clock::time_point::max()};

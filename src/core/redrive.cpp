@@ -74,6 +74,8 @@ Result<RedriveResult> redrive(Transport& transport, std::string_view dead_letter
       PublishOptions publish;
       publish.headers = d.headers;
       publish.headers.erase(std::string(kDeadLetterReasonHeader));
+      // Back into the partition or message group it was dead-lettered from.
+      publish.ordering_key = d.ordering_key;
       // A deduplication id of its own: the redriven body equals the original
       // publish, which a broker that deduplicates (SQS FIFO, for 5 minutes)
       // would otherwise drop while the dead-lettered copy is deleted.

@@ -23,17 +23,20 @@ Result<void> Transport::publish_batch(std::span<const OutgoingMessage> messages)
 }
 
 Result<void> Transport::ack_batch(std::span<const Delivery> deliveries) {
-  std::size_t settled = 0;
-  for (const Delivery& delivery : deliveries) {
-    auto result = ack(delivery);
-    if (!result) {
-      return unexpected(result.error().code(), "batch ack stopped after " + std::to_string(settled) + " of " +
-                                                   std::to_string(deliveries.size()) +
-                                                   " deliveries: " + result.error().message());
-    }
-    ++settled;
+  std::vector<AckFailure> failures;
+  return ack_batch(deliveries, failures);
+}
+
+Result<void> Transport::ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures) {
+  const std::size_t before = failures.size();
+  for (std::size_t i = 0; i < deliveries.size(); ++i) {
+    if (auto result = ack(deliveries[i]); !result) failures.push_back(AckFailure{i, result.error()});
   }
-  return {};
+  if (failures.size() == before) return {};
+  const ErrorInfo& first = failures[before].error;
+  return unexpected(first.code(), std::to_string(failures.size() - before) + " of " +
+                                      std::to_string(deliveries.size()) +
+                                      " deliveries were not settled; the first: " + first.message());
 }
 
 Result<void> Transport::extend(const Delivery& /*delivery*/, std::chrono::milliseconds /*lease*/) {

@@ -79,6 +79,12 @@ std::string concat(std::initializer_list<std::string_view> parts) {
 // for several messages), few enough that a crashed worker holds little.
 constexpr std::size_t kDefaultPrefetch = 16;
 
+// On a transport that settles a batch in one round trip
+// (Capabilities::batch_ack), the acks of handled messages are gathered: a
+// full batch is sent at once (SQS's DeleteMessageBatch takes 10), a partial
+// one after WorkerOptions::ack_linger.
+constexpr std::size_t kAckBatch = 10;
+
 class Worker::Impl {
  public:
   Impl(Transport& transport, std::unique_ptr<Transport> owned, WorkerOptions options)
@@ -87,6 +93,11 @@ class Worker::Impl {
     if (options_.prefetch == 0) options_.prefetch = std::max<std::size_t>(options_.concurrency, kDefaultPrefetch);
     if (!options_.log) options_.log = [](LogLevel, std::string_view) {};
     caps_ = transport_.capabilities();
+    // An ack that waited past its message's lease would let the message
+    // come back: the linger stays well inside the lease.
+    batch_acks_ = caps_.batch_ack && options_.ack_linger.count() > 0;
+    ack_linger_ = std::min<std::chrono::milliseconds>(options_.ack_linger, std::chrono::hours(24));  // no overflow
+    if (caps_.lease.count() > 0) ack_linger_ = std::min(ack_linger_, caps_.lease / 4);
   }
 
   // ---- handlers and publishing ----
@@ -110,6 +121,8 @@ class Worker::Impl {
     PublishOptions publish;
     publish.headers = params.headers;
     publish.delay = params.delay;
+    publish.ordering_key = params.ordering_key;
+    publish.dedup_id = params.dedup_id;
     // The transport projects what the envelope just built holds, without reading the body again.
     const auto fields = binding::ContractFields::of(*env);
     publish.contract = &fields;
@@ -129,6 +142,14 @@ class Worker::Impl {
       processed_ = 0;
       shutting_down_ = false;
     }
+    std::thread ack_flusher;
+    if (batch_acks_) {
+      {
+        std::lock_guard lock(acks_mutex_);
+        acks_closing_ = false;
+      }
+      ack_flusher = std::thread([this] { ack_flush_loop(); });
+    }
     std::vector<std::thread> threads;
     threads.reserve(options_.concurrency + 1);
     for (std::size_t i = 0; i < options_.concurrency; ++i) threads.emplace_back([this] { handler_loop(); });
@@ -138,6 +159,7 @@ class Worker::Impl {
     RunSummary summary;
     std::optional<ErrorInfo> fatal = receive_loop(queues, limits, summary);
     shutdown(threads);
+    if (ack_flusher.joinable()) flush_acks_and_join(ack_flusher);
     {
       std::lock_guard lock(mutex_);
       summary.processed = processed_;
@@ -376,7 +398,7 @@ class Worker::Impl {
       if (auto r = (*handler)(message); !r) {
         error = r.error().message();
       } else {
-        if (ack(flight)) metrics_.succeeded++;
+        if (ack_handled(flight)) metrics_.succeeded++;
         return;
       }
     } catch (const std::exception& e) {
@@ -444,6 +466,10 @@ class Worker::Impl {
     auto body = env.encode_with_attempts(next);
     PublishOptions publish;
     publish.headers = flight.delivery.headers;
+    // The retry stays in the original's partition or message group. No
+    // deduplication id: the transport derives one that tells a retry from
+    // its original (SQS FIFO: meta.id:attempts), so it is not dropped.
+    publish.ordering_key = flight.delivery.ordering_key;
     std::chrono::milliseconds delay = fixed_delay.value_or(
         options_.retry_backoff ? options_.retry_backoff->delay_for(next) : std::chrono::milliseconds(0));
     if (delay.count() > 0 && !caps_.native_delay) {
@@ -520,6 +546,7 @@ class Worker::Impl {
                                                                : options_.dead_letter_queue;
     PublishOptions publish;
     publish.headers = flight.delivery.headers;
+    publish.ordering_key = flight.delivery.ordering_key;
     for (const auto& [k, v] : extra) publish.headers[k] = v;
     if (!flight.claim()) return false;
     if (auto r = transport_.publish(dlq, body, publish); !r) {
@@ -548,11 +575,83 @@ class Worker::Impl {
   }
 
   void settle_ack(const Delivery& d) {
-    if (auto r = transport_.ack(d); !r) {
-      metrics_.settle_errors++;
-      // Not a handler failure: the broker will deliver the message again.
-      log(LogLevel::warning,
-          concat({"ack on ", d.queue, " failed (", r.error().message(), "); the message may be delivered again"}));
+    if (auto r = transport_.ack(d); !r) ack_failed(d, r.error());
+  }
+
+  // Not a handler failure: the broker will deliver the message again (a
+  // stale delivery, Errc::not_found, has already been delivered again).
+  void ack_failed(const Delivery& d, const ErrorInfo& error) {
+    metrics_.settle_errors++;
+    log(LogLevel::warning,
+        concat({"ack on ", d.queue, " failed (", error.message(), "); the message may be delivered again"}));
+  }
+
+  // ---- batched acks (Capabilities::batch_ack) ----
+
+  // The ack of a handled message: at once, or gathered into a batch where
+  // the transport settles one in a round trip. False when the flight was
+  // abandoned at the shutdown deadline.
+  bool ack_handled(Flight& flight) {
+    if (!batch_acks_) return ack(flight);
+    if (!flight.claim()) return false;
+    std::vector<Delivery> full;
+    bool first = false;
+    {
+      std::lock_guard lock(acks_mutex_);
+      if (pending_acks_.empty()) {
+        first = true;
+        oldest_ack_ = std::chrono::steady_clock::now();
+      }
+      pending_acks_.push_back(flight.delivery);  // a copy: the lease thread may still read the flight's
+      if (pending_acks_.size() >= kAckBatch) full.swap(pending_acks_);
+    }
+    if (first) acks_changed_.notify_one();
+    // The handler thread that fills a batch sends it: handlers cannot run
+    // ahead of a slow broker by more than one batch each.
+    if (!full.empty()) send_acks(full);
+    return true;
+  }
+
+  // Sends the acks that waited ack_linger_ without filling a batch; when the
+  // run ends (closing), whatever is left, then returns.
+  void ack_flush_loop() {
+    std::unique_lock lock(acks_mutex_);
+    for (;;) {
+      acks_changed_.wait(lock, [&] { return acks_closing_ || !pending_acks_.empty(); });
+      if (pending_acks_.empty()) return;  // closing, and nothing is left
+      acks_changed_.wait_until(lock, oldest_ack_ + ack_linger_, [&] { return acks_closing_ || pending_acks_.empty(); });
+      if (pending_acks_.empty()) continue;  // a handler filled the batch and sent it
+      std::vector<Delivery> batch;
+      batch.swap(pending_acks_);
+      lock.unlock();
+      send_acks(batch);
+      lock.lock();
+    }
+  }
+
+  // After the handler threads ended: no ack is added any more, so the
+  // flusher sends the rest and returns.
+  void flush_acks_and_join(std::thread& flusher) {
+    {
+      std::lock_guard lock(acks_mutex_);
+      acks_closing_ = true;
+    }
+    acks_changed_.notify_one();
+    flusher.join();
+  }
+
+  // Each delivery the batch did not settle counts and is logged as a failed
+  // single ack would be; it is not retried (the broker delivers it again).
+  void send_acks(const std::vector<Delivery>& batch) {
+    std::vector<AckFailure> failures;
+    auto sent = transport_.ack_batch(batch, failures);
+    if (sent) return;
+    if (failures.empty()) {
+      // A transport that failed without saying which: none is known settled.
+      for (std::size_t i = 0; i < batch.size(); ++i) failures.push_back(AckFailure{i, sent.error()});
+    }
+    for (const AckFailure& failure : failures) {
+      if (failure.index < batch.size()) ack_failed(batch[failure.index], failure.error);
     }
   }
 
@@ -607,6 +706,17 @@ class Worker::Impl {
   std::vector<std::shared_ptr<Flight>> abandoned_;
   bool shutting_down_ = false;
   std::size_t processed_ = 0;
+
+  // Acks of handled messages waiting for one ack_batch() (batch_acks_
+  // only), under a mutex of their own so that sending a batch never holds
+  // mutex_.
+  bool batch_acks_ = false;
+  std::chrono::milliseconds ack_linger_{0};
+  std::mutex acks_mutex_;
+  std::condition_variable acks_changed_;  // the flusher: a first ack is pending, or the run ends
+  std::vector<Delivery> pending_acks_;
+  std::chrono::steady_clock::time_point oldest_ack_;
+  bool acks_closing_ = false;
 };
 
 Worker::Worker(Transport& transport, WorkerOptions options)

@@ -74,6 +74,18 @@ Result<void> check_delay(std::string_view queue, milliseconds delay) {
 
 Unexpected<ErrorInfo> closed_error() { return unexpected(Errc::closed, "the SQS transport is closed"); }
 
+// Why a delete (ack) of delivery failed, said the same way by ack() and
+// ack_batch().
+ErrorInfo delete_error(const Delivery& delivery, const ErrorInfo& error) {
+  if (error.code() == Errc::not_found) {
+    return ErrorInfo(Errc::not_found, "cannot delete a message of SQS queue '" + delivery.queue +
+                                          "': it is not held by this delivery any more (already settled, or its "
+                                          "visibility timeout passed and it was received again) — " +
+                                          error.message());
+  }
+  return ErrorInfo(error.code(), "deleting a message of SQS queue '" + delivery.queue + "' failed: " + error.message());
+}
+
 // JSON text building for the request bodies: the hot path (SendMessage,
 // SendMessageBatch) writes straight into one string.
 Result<void> append_string(std::string& out, std::string_view text, std::string_view what) {
@@ -418,6 +430,7 @@ Delivery SqsTransport::State::to_delivery(std::string_view queue, const Value& m
   const std::string* receive_count = nullptr;
   if (const Value* attributes = message.find("Attributes")) {
     receive_count = string_member(*attributes, "ApproximateReceiveCount");
+    if (const std::string* group = string_member(*attributes, "MessageGroupId")) delivery.ordering_key = *group;
   }
   delivery.native_attempts = sqs_detail::native_attempts(receive_count);
   const std::string* schema_version = nullptr;
@@ -600,6 +613,14 @@ Capabilities SqsTransport::capabilities() const {
   caps.extendable_lease = true;
   caps.batch_publish = true;
   caps.ordered = state_->options.fifo;
+  // Capabilities are promised for every queue the transport serves. A queue
+  // named *.fifo always gets its MessageGroupId (the ordering key) and
+  // MessageDeduplicationId, and receive reads the group back; but without
+  // fifo=1 the same transport also serves standard queues, which have
+  // neither, so only fifo=1 promises them.
+  caps.ordering_key = state_->options.fifo;
+  caps.deduplication = state_->options.fifo;
+  caps.batch_ack = true;  // DeleteMessageBatch
   caps.max_delay = kMaxDelay;
   caps.lease = state_->options.visibility_timeout;
   caps.broker_dead_letter_policy = true;
@@ -706,7 +727,10 @@ Result<std::vector<Delivery>> SqsTransport::receive(std::string_view queue, std:
     request.append(",\"MaxNumberOfMessages\":").append(std::to_string(count));
     request.append(",\"WaitTimeSeconds\":").append(std::to_string(wait_seconds));
     request.append(",\"VisibilityTimeout\":").append(std::to_string(state_->options.visibility_timeout.count()));
-    request.append(R"(,"AttributeNames":["ApproximateReceiveCount"],"MessageAttributeNames":["All"]})");
+    // A FIFO message's group is asked for too: a retry republishes in it.
+    request.append(is_fifo(queue) ? R"(,"AttributeNames":["ApproximateReceiveCount","MessageGroupId"])"
+                                  : R"(,"AttributeNames":["ApproximateReceiveCount"])");
+    request.append(R"(,"MessageAttributeNames":["All"]})");
     auto received = state_->call("ReceiveMessage", std::move(request), seconds(wait_seconds), true);
     if (!received) {
       if (received.error().code() == Errc::closed) return unexpected(received.error());
@@ -760,46 +784,53 @@ Result<void> SqsTransport::ack(const Delivery& delivery) {
     deletes.in_flight = false;
     deletes.settled.notify_all();
   }
-  if (mine.error) {
-    if (mine.error->code() == Errc::not_found) {
-      return unexpected(Errc::not_found, "cannot delete a message of SQS queue '" + delivery.queue +
-                                             "': it is not held by this delivery any more (already settled, or its "
-                                             "visibility timeout passed and it was received again) — " +
-                                             mine.error->message());
-    }
-    return unexpected(mine.error->code(),
-                      "deleting a message of SQS queue '" + delivery.queue + "' failed: " + mine.error->message());
-  }
+  if (mine.error) return unexpected(delete_error(delivery, *mine.error));
   return {};
 }
 
-Result<void> SqsTransport::ack_batch(std::span<const Delivery> deliveries) {
-  if (state_->closed.load()) return closed_error();
-  std::optional<ErrorInfo> first_error;
+Result<void> SqsTransport::ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures) {
+  const std::size_t before = failures.size();
   std::size_t start = 0;
   while (start < deliveries.size()) {
     const std::string& queue = deliveries[start].queue;
     std::size_t end = start;
     while (end < deliveries.size() && end - start < kMaxBatch && deliveries[end].queue == queue) ++end;
-    auto url = state_->resolve(queue);
     std::vector<PendingDelete> pending(end - start);
     std::vector<PendingDelete*> batch;
     for (std::size_t i = start; i < end; ++i) {
-      pending[i - start].receipt_handle = deliveries[i].token.text;
-      batch.push_back(&pending[i - start]);
+      PendingDelete& entry = pending[i - start];
+      if (deliveries[i].token.text.empty()) {
+        entry.error = ErrorInfo(Errc::invalid_argument, "the delivery has no SQS receipt handle");
+        continue;
+      }
+      entry.receipt_handle = deliveries[i].token.text;
+      batch.push_back(&entry);
     }
-    if (!url) {
-      if (!first_error) first_error = url.error();
+    // Whatever fails for the whole call (closed, the queue's URL, the
+    // request) fails each delivery of it.
+    std::optional<ErrorInfo> failed;
+    if (batch.empty()) {
+      // nothing to send
+    } else if (state_->closed.load()) {
+      failed = closed_error().error;
+    } else if (auto url = state_->resolve(queue); !url) {
+      failed = url.error();
     } else if (auto sent = state_->delete_batch(*url, batch); !sent) {
-      if (!first_error) first_error = sent.error();
+      failed = sent.error();
     }
-    for (const PendingDelete& p : pending) {
-      if (p.error && !first_error) first_error = p.error;
+    for (std::size_t i = start; i < end; ++i) {
+      const PendingDelete& entry = pending[i - start];
+      const bool sent = !entry.receipt_handle.empty();
+      const std::optional<ErrorInfo>& error = sent && failed ? failed : entry.error;
+      if (error) failures.push_back(AckFailure{i, delete_error(deliveries[i], *error)});
     }
     start = end;
   }
-  if (first_error) return unexpected(*first_error);
-  return {};
+  if (failures.size() == before) return {};
+  const ErrorInfo& first = failures[before].error;
+  return unexpected(first.code(), std::to_string(failures.size() - before) + " of " +
+                                      std::to_string(deliveries.size()) +
+                                      " SQS deletes failed; the first: " + first.message());
 }
 
 Result<void> SqsTransport::release(const Delivery& delivery, milliseconds delay) {

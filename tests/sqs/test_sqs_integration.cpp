@@ -1,8 +1,9 @@
 // babelqueue::sqs against the real SQS-compatible server: what the server
 // stores (attributes read back raw), FIFO ordering and deduplication (a retry
-// and a redrive are not swallowed), delays, release and visibility extension,
-// batches, the bq-schema-version gate, poison settling, long polling, and a
-// user-supplied HTTP client.
+// and a redrive are not swallowed), FIFO message groups kept by retries,
+// dead-letters and redrives, delays, release and visibility extension,
+// batches (the Worker's acks included), the bq-schema-version gate, poison
+// settling, long polling, and a user-supplied HTTP client.
 #include "sqs_test_support.hpp"
 
 #include <babelqueue/envelope.hpp>
@@ -90,6 +91,15 @@ class SqsIntegration : public ::testing::Test {
                                                        {"AttributeNames", bq::Value::array({"All"})},
                                                        {"MessageAttributeNames", bq::Value::array({"All"})}}))
         .value();
+  }
+
+  // Makes a raw-received message visible again at once.
+  void make_visible(const std::string& name, const bq::Value& message) {
+    auto url = transport_->queue_url(name).value();
+    ASSERT_TRUE(transport_->request(
+        "ChangeMessageVisibility",
+        bq::Value::object(
+            {{"QueueUrl", url}, {"ReceiptHandle", message["ReceiptHandle"].as_string()}, {"VisibilityTimeout", 0}})));
   }
 
   std::vector<bq::Delivery> receive_all(SqsTransport& transport, const std::string& name, std::size_t count,
@@ -211,6 +221,101 @@ TEST_F(SqsIntegration, FifoRetryAndRedriveAreNotDeduplicatedAway) {
   ASSERT_EQ(again.size(), 1U) << "the redriven message was deduplicated away";
   EXPECT_EQ(bq::Envelope::decode(again[0].body).value().attempts(), 0);
   ASSERT_TRUE(transport_->ack(again[0]));
+}
+
+TEST_F(SqsIntegration, AnSqsFifoMessageWithACustomGroupIsRetriedInThatGroup) {
+  const std::string q = queue("group", true);
+  std::vector<std::int64_t> seen;
+  {
+    bq::Worker worker(*transport_, quiet());
+    worker.handle("urn:test:group", [&](const bq::Message& m) -> bq::Result<void> {
+      seen.push_back(m.attempts());
+      return bq::unexpected(bq::Errc::internal, "the first try fails");
+    });
+    // Published straight to the transport, so only the retry is on trial.
+    bq::PublishOptions keyed;
+    keyed.ordering_key = "group-A";
+    ASSERT_TRUE(transport_->publish(q, envelope("urn:test:group", 1, q), keyed));
+    bq::RunLimits limits;
+    limits.max_messages = 1;
+    limits.idle_exit = 5s;
+    ASSERT_TRUE(worker.run({q}, limits));
+  }
+  EXPECT_EQ(seen, (std::vector<std::int64_t>{0}));
+  // What the server holds: the retry, in the original's group.
+  const bq::Value answer = raw_receive(q);
+  ASSERT_EQ(answer["Messages"].as_array().size(), 1U);
+  const bq::Value& retry = answer["Messages"].as_array()[0];
+  EXPECT_EQ(retry["Attributes"]["MessageGroupId"].as_string(), "group-A");
+  EXPECT_EQ(bq::Envelope::decode(retry["Body"].as_string()).value().attempts(), 1);
+  // And what receive hands the runtime.
+  make_visible(q, retry);
+  auto again = receive_all(*transport_, q, 1, 5s);
+  ASSERT_EQ(again.size(), 1U);
+  EXPECT_EQ(again[0].ordering_key, "group-A");
+  ASSERT_TRUE(transport_->ack(again[0]));
+}
+
+TEST_F(SqsIntegration, AFifoDeadLetterAndItsRedriveStayInTheGroup) {
+  const std::string q = queue("dlqgroup", true);
+  bq::WorkerOptions options = quiet();
+  options.max_attempts = 1;
+  options.dead_letter = true;
+  {
+    bq::Worker worker(*transport_, options);
+    worker.handle("urn:test:dlqgroup", [](const bq::Message&) -> bq::Result<void> {
+      return bq::unexpected(bq::Errc::internal, "always fails");
+    });
+    bq::PublishParams params;
+    params.queue = q;
+    params.ordering_key = "group-B";
+    ASSERT_TRUE(worker.publish("urn:test:dlqgroup", bq::Value::object({{"n", 1}}), params));
+    bq::RunLimits limits;
+    limits.max_messages = 1;
+    limits.idle_exit = 5s;
+    ASSERT_TRUE(worker.run({q}, limits));
+  }
+  const std::string dlq = transport_->dead_letter_queue(q);
+  const bq::Value dead = raw_receive(dlq);
+  ASSERT_EQ(dead["Messages"].as_array().size(), 1U);
+  EXPECT_EQ(dead["Messages"].as_array()[0]["Attributes"]["MessageGroupId"].as_string(), "group-B");
+  make_visible(dlq, dead["Messages"].as_array()[0]);
+  auto redriver = open("create=1&visibility_timeout=30");
+  bq::RedriveOptions redrive;
+  redrive.wait = 1s;
+  auto redriven = bq::redrive(*redriver, dlq, redrive);
+  ASSERT_TRUE(redriven) << redriven.error().message();
+  EXPECT_EQ(redriven->redriven, 1U);
+  const bq::Value back = raw_receive(q);
+  ASSERT_EQ(back["Messages"].as_array().size(), 1U);
+  EXPECT_EQ(back["Messages"].as_array()[0]["Attributes"]["MessageGroupId"].as_string(), "group-B");
+}
+
+TEST_F(SqsIntegration, TheWorkerDeletesHandledMessagesInBatches) {
+  auto http = std::make_shared<CountingHttpClient>();
+  auto counted = open("create=1&visibility_timeout=30", http);
+  ASSERT_TRUE(counted->capabilities().batch_ack);
+  const std::string q = queue("workerbatch");
+  std::vector<bq::OutgoingMessage> batch;
+  for (int i = 0; i < 25; ++i) batch.push_back({q, envelope("urn:test:workerbatch", i), {}});
+  ASSERT_TRUE(counted->publish_batch(batch));
+  bq::WorkerOptions options = quiet();
+  // Only full batches and the end of the run send: 10 + 10 + 5.
+  options.ack_linger = std::chrono::hours(1);
+  bq::Worker worker(*counted, options);
+  std::atomic<int> handled{0};
+  worker.handle("urn:test:workerbatch", [&](const bq::Message&) { ++handled; });
+  bq::RunLimits limits;
+  limits.idle_exit = 2s;
+  auto run = worker.run({q}, limits);
+  ASSERT_TRUE(run) << run.error().message();
+  EXPECT_EQ(handled.load(), 25);
+  EXPECT_EQ(http->count("DeleteMessageBatch"), 3);
+  EXPECT_EQ(http->count("DeleteMessage"), 0);
+  EXPECT_EQ(worker.metrics().snapshot().settle_errors, 0U);
+  auto rest = transport_->receive(q, 10, 1s);
+  ASSERT_TRUE(rest);
+  EXPECT_TRUE(rest->empty()) << "a handled message was not deleted";
 }
 
 TEST_F(SqsIntegration, ContentBasedDeduplicationSendsNoIdAndKeepsRetries) {

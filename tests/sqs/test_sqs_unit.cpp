@@ -354,6 +354,138 @@ TEST(SqsBinding, FifoDeduplicationIdsSeparateRetriesFromTheOriginal) {
   EXPECT_EQ(bq::sqs_detail::fifo_safe_id("with space"), bq::sqs::sha256_hex("with space"));
 }
 
+// ---- requests and answers, through a scripted HTTP client ----
+
+// Answers each SQS operation with a scripted body and keeps the requests.
+class ScriptedHttpClient final : public bq::sqs::HttpClient {
+ public:
+  void answer(const std::string& operation, std::string body) { answers_[operation] = std::move(body); }
+
+  bq::Result<bq::sqs::HttpResponse> post(const HttpRequest& request) override {
+    std::string target = header(request, "X-Amz-Target");
+    target = target.substr(target.find('.') + 1);
+    requests.emplace_back(target, request.body);
+    bq::sqs::HttpResponse response;
+    response.status = 200;
+    response.body = answers_.count(target) != 0 ? answers_[target] : "{}";
+    return response;
+  }
+  void abort() override {}
+
+  std::vector<std::pair<std::string, std::string>> requests;  // operation, body
+
+ private:
+  std::map<std::string, std::string> answers_;
+};
+
+struct Scripted {
+  std::shared_ptr<ScriptedHttpClient> http = std::make_shared<ScriptedHttpClient>();
+  std::unique_ptr<bq::SqsTransport> transport;
+
+  explicit Scripted(bool fifo) {
+    bq::SqsTransport::Options options;
+    options.region = "us-east-1";
+    options.endpoint = "http://127.0.0.1:9";
+    options.queue_url_prefix = "http://127.0.0.1:9/000000000000";  // no GetQueueUrl
+    options.fifo = fifo;
+    options.credentials.explicit_credentials = example_credentials();
+    options.http_client = http;
+    transport = bq::SqsTransport::open(options).value();
+  }
+
+  bq::Value last_request(const std::string& operation) const {
+    for (auto it = http->requests.rbegin(); it != http->requests.rend(); ++it) {
+      if (it->first == operation) return bq::parse_json(it->second).value();
+    }
+    ADD_FAILURE() << "no " << operation << " request";
+    return bq::Value::object();
+  }
+};
+
+TEST(SqsRequests, CapabilitiesPromiseOrderingKeysAndDeduplicationOnlyWithFifo) {
+  const auto fifo = Scripted(true).transport->capabilities();
+  EXPECT_TRUE(fifo.ordering_key);
+  EXPECT_TRUE(fifo.deduplication);
+  EXPECT_TRUE(fifo.batch_ack);
+  // A transport without fifo=1 serves standard queues too, which have
+  // neither message groups nor deduplication ids.
+  const auto standard = Scripted(false).transport->capabilities();
+  EXPECT_FALSE(standard.ordering_key);
+  EXPECT_FALSE(standard.deduplication);
+  EXPECT_TRUE(standard.batch_ack);
+}
+
+TEST(SqsRequests, AFifoReceiveAsksForTheGroupAndCarriesItAsTheOrderingKey) {
+  Scripted sqs(false);
+  sqs.http->answer("ReceiveMessage", R"({"Messages":[{"MessageId":"m1","ReceiptHandle":"r1","Body":"{}",)"
+                                     R"("Attributes":{"ApproximateReceiveCount":"2","MessageGroupId":"group-A"}}]})");
+  auto got = sqs.transport->receive("orders.fifo", 10, std::chrono::milliseconds(0));
+  ASSERT_TRUE(got) << got.error().message();
+  ASSERT_EQ(got->size(), 1U);
+  EXPECT_EQ((*got)[0].ordering_key, "group-A");
+  EXPECT_EQ((*got)[0].native_attempts, 1);
+  const bq::Value request = sqs.last_request("ReceiveMessage");
+  EXPECT_EQ(request["AttributeNames"], bq::Value::array({"ApproximateReceiveCount", "MessageGroupId"}));
+
+  // A standard queue's messages have no group: it is not asked for.
+  sqs.http->answer("ReceiveMessage", R"({"Messages":[{"MessageId":"m2","ReceiptHandle":"r2","Body":"{}"}]})");
+  auto standard = sqs.transport->receive("orders", 10, std::chrono::milliseconds(0));
+  ASSERT_TRUE(standard);
+  ASSERT_EQ(standard->size(), 1U);
+  EXPECT_EQ((*standard)[0].ordering_key, "");
+  EXPECT_EQ(sqs.last_request("ReceiveMessage")["AttributeNames"], bq::Value::array({"ApproximateReceiveCount"}));
+}
+
+TEST(SqsRequests, AFifoPublishSendsTheOrderingKeyAsTheGroup) {
+  Scripted sqs(true);
+  bq::PublishOptions options;
+  options.ordering_key = "group-A";
+  options.dedup_id = "d-1";
+  ASSERT_TRUE(sqs.transport->publish("orders.fifo", "{}", options));
+  const bq::Value request = sqs.last_request("SendMessage");
+  EXPECT_EQ(request["MessageGroupId"].as_string(), "group-A");
+  EXPECT_EQ(request["MessageDeduplicationId"].as_string(), "d-1");
+}
+
+TEST(SqsRequests, AckBatchNamesEachDeliverySqsDidNotDelete) {
+  Scripted sqs(false);
+  std::vector<bq::Delivery> deliveries(4);
+  for (std::size_t i = 0; i < deliveries.size(); ++i) {
+    deliveries[i].queue = "orders";
+    deliveries[i].token.text = "r" + std::to_string(i);
+  }
+  deliveries[3].token.text.clear();  // never received: nothing to send for it
+  sqs.http->answer("DeleteMessageBatch",
+                   R"({"Successful":[{"Id":"0"},{"Id":"2"}],"Failed":[{"Id":"1","SenderFault":true,)"
+                   R"("Code":"ReceiptHandleIsInvalid","Message":"The receipt handle is not valid."}]})");
+  std::vector<bq::AckFailure> failures;
+  auto acked = sqs.transport->ack_batch(deliveries, failures);
+  ASSERT_FALSE(acked);
+  EXPECT_EQ(acked.error().code(), bq::Errc::not_found);
+  ASSERT_EQ(failures.size(), 2U);
+  EXPECT_EQ(failures[0].index, 1U);
+  EXPECT_EQ(failures[0].error.code(), bq::Errc::not_found);
+  EXPECT_NE(failures[0].error.message().find("not held by this delivery"), std::string::npos);
+  EXPECT_EQ(failures[1].index, 3U);
+  EXPECT_EQ(failures[1].error.code(), bq::Errc::invalid_argument);
+  // One call for the three with a receipt handle.
+  EXPECT_EQ(sqs.last_request("DeleteMessageBatch")["Entries"].as_array().size(), 3U);
+
+  // The one-argument form: the same call, the first failure's code.
+  failures.clear();
+  auto again = sqs.transport->ack_batch(std::span(deliveries).first(3));
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code(), bq::Errc::not_found);
+
+  // A closed transport settles nothing, and says so for each delivery.
+  sqs.transport->close();
+  auto closed = sqs.transport->ack_batch(std::span(deliveries).first(2), failures);
+  ASSERT_FALSE(closed);
+  ASSERT_EQ(failures.size(), 2U);
+  EXPECT_EQ(failures[0].error.code(), bq::Errc::closed);
+  EXPECT_EQ(failures[1].index, 1U);
+}
+
 // ---- URLs ----
 
 TEST(SqsUrl, ReadsEveryOption) {

@@ -58,6 +58,28 @@ TEST(MemoryTransport, SettlingTwiceIsNotFound) {
   EXPECT_EQ(transport.ack(elsewhere).error().code(), bq::Errc::not_found);
 }
 
+// The default ack_batch (a loop over ack): every delivery is tried, and each
+// one not settled is named by its index.
+TEST(MemoryTransport, AckBatchTriesEveryDeliveryAndNamesTheOnesNotSettled) {
+  bq::MemoryTransport transport;
+  for (const char* body : {"a", "b", "c"}) ASSERT_TRUE(transport.publish("q", body));
+  auto received = transport.receive("q", 3, 1s);
+  ASSERT_TRUE(received);
+  ASSERT_EQ(received->size(), 3U);
+  ASSERT_TRUE(transport.ack((*received)[1]));  // settled already: stale in the batch
+  std::vector<bq::AckFailure> failures;
+  auto acked = transport.ack_batch(*received, failures);
+  ASSERT_FALSE(acked);
+  EXPECT_EQ(acked.error().code(), bq::Errc::not_found);
+  EXPECT_NE(acked.error().message().find("1 of 3"), std::string::npos) << acked.error().message();
+  ASSERT_EQ(failures.size(), 1U);
+  EXPECT_EQ(failures[0].index, 1U);
+  EXPECT_EQ(failures[0].error.code(), bq::Errc::not_found);
+  // The one after the failure was settled too.
+  EXPECT_EQ(transport.stats("q").value().reserved, 0);
+  EXPECT_TRUE(transport.ack_batch({}));
+}
+
 TEST(MemoryTransport, ReleaseGoesToTheTail) {
   bq::MemoryTransport transport;
   ASSERT_TRUE(transport.publish("q", "a"));
