@@ -74,10 +74,6 @@ std::optional<std::int64_t> native_attempts(const std::string* approximate_recei
   return kOneBasedDeliveryCount.native_attempts(binding::parse_count(*approximate_receive_count));
 }
 
-bool schema_version_gate_passes(const std::string* value) noexcept {
-  return !binding::schema_version_gate(value ? std::optional<std::string_view>(*value) : std::nullopt);
-}
-
 std::string fifo_safe_id(std::string_view id) {
   bool safe = !id.empty() && id.size() <= 128;
   for (const char c : id) {

@@ -38,11 +38,6 @@ bool is_contract_attribute(std::string_view name) noexcept;
 // non-numeric count, which reconciliation ignores.
 std::optional<std::int64_t> native_attempts(const std::string* approximate_receive_count);
 
-// The bq-schema-version gate: true when the body may be decoded (absent,
-// blank in ASCII whitespace, or exactly "1"), false when the message is
-// poison without decoding.
-bool schema_version_gate_passes(const std::string* value) noexcept;
-
 // The FIFO MessageDeduplicationId of a body when the publish names none and
 // the queue does not deduplicate by content: meta.id for a first publish,
 // meta.id:attempts (":dead-letter" added for a body with a dead_letter

@@ -1,5 +1,6 @@
 #include "sqs_projection.hpp"
 
+#include <babelqueue/binding.hpp>
 #include <babelqueue/json.hpp>
 #include <babelqueue/sqs_signer.hpp>
 #include <babelqueue/sqs_transport.hpp>
@@ -175,7 +176,13 @@ Result<void> append_message_fields(std::string& out, std::string_view queue, std
   if (publish.delay.count() > 0) {
     out.append(",\"DelaySeconds\":").append(std::to_string(ceil_seconds(publish.delay)));
   }
-  const auto attributes = sqs_detail::project_attributes(body, publish.headers);
+  // The contract fields, read once for the attributes and the FIFO
+  // deduplication id (or handed over by the Worker, which built them).
+  std::optional<Envelope> decoded;
+  std::optional<binding::ContractFields> read;
+  if (publish.contract == nullptr) read = binding::read(body, decoded);
+  const binding::ContractFields* fields = publish.contract != nullptr ? publish.contract : (read ? &*read : nullptr);
+  const auto attributes = sqs_detail::project_attributes(fields, publish.headers);
   if (!attributes.empty()) {
     out.append(",\"MessageAttributes\":{");
     bool first = true;
@@ -199,7 +206,7 @@ Result<void> append_message_fields(std::string& out, std::string_view queue, std
     if (!publish.dedup_id.empty()) {
       dedup = sqs_detail::fifo_safe_id(publish.dedup_id);
     } else if (!options.content_dedup) {
-      dedup = sqs_detail::fifo_deduplication_id(body);
+      dedup = sqs_detail::fifo_deduplication_id(body, fields);
     }
     if (!dedup.empty()) {
       out.append(",\"MessageDeduplicationId\":");
@@ -437,13 +444,14 @@ Delivery SqsTransport::State::to_delivery(std::string_view queue, const Value& m
   if (const Value* attributes = message.find("MessageAttributes"); attributes != nullptr && attributes->is_object()) {
     for (const auto& [name, attribute] : attributes->as_object()) {
       const std::string* value = string_member(attribute, "StringValue");
-      if (name == "bq-schema-version") schema_version = value;
+      if (name == binding::kSqsAttributes.schema_version) schema_version = value;
       // The contract attributes are a projection of the body, not headers.
       if (value == nullptr || sqs_detail::is_contract_attribute(name)) continue;
       delivery.headers.emplace(name, *value);
     }
   }
-  if (!sqs_detail::schema_version_gate_passes(schema_version)) delivery.gate_rejection = Rejection::schema_version_gate;
+  delivery.gate_rejection = binding::schema_version_gate(
+      schema_version != nullptr ? std::optional<std::string_view>(*schema_version) : std::nullopt);
   return delivery;
 }
 
