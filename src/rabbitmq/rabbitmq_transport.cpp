@@ -5,6 +5,7 @@
 //   2 consume  (basic.qos + basic.consume per queue, acks and nacks)
 //   3 control  (queue.declare; a 406 on a mismatching queue closes only this one)
 #include "amqp_projection.hpp"
+#include "delay_buckets.hpp"
 
 #include <babelqueue/rabbitmq_transport.hpp>
 #include <babelqueue/transport_registry.hpp>
@@ -44,11 +45,7 @@ using std::chrono::milliseconds;
 constexpr amqp_channel_t kPublishChannel = 1;
 constexpr amqp_channel_t kConsumeChannel = 2;
 constexpr amqp_channel_t kControlChannel = 3;
-constexpr milliseconds kMaxDelay{std::numeric_limits<std::int32_t>::max()};
-// A bucket queue removes itself after this long unused, on top of twice its
-// delay, and is re-declared (which counts as use) at least this often.
-constexpr milliseconds kBucketExpiryMargin{std::chrono::minutes(10)};
-constexpr milliseconds kBucketRedeclare{std::chrono::minutes(1)};
+using rabbitmq::detail::kMaxDelay;
 // Frames handled in one go before the I/O thread looks at its requests again,
 // so acks and publishes are not starved by a flood of deliveries.
 constexpr int kFramesPerTurn = 256;
@@ -173,11 +170,11 @@ class RabbitmqTransport::State {
       }
       auto projection = rabbitmq::detail::project(message.body, message.options.headers);
       if (!projection) return unexpected(projection.error());
+      rabbitmq::detail::Route route = rabbitmq::detail::route_of(message.queue, message.options.delay);
       PublishJob::Item item;
       item.queue = message.queue;
-      item.bucket = message.options.delay.count() > 0 ? rabbitmq::delay_bucket(message.options.delay) : milliseconds(0);
-      item.routing_key =
-          item.bucket.count() > 0 ? rabbitmq::delay_bucket_queue(message.queue, item.bucket) : message.queue;
+      item.bucket = route.bucket;
+      item.routing_key = std::move(route.routing_key);
       item.body = message.body;
       item.projection = std::move(*projection);
       job->to_send.push_back(job->items.size());
@@ -188,7 +185,7 @@ class RabbitmqTransport::State {
     std::unique_lock lock(mutex_);
     if (closed_) return unexpected(Errc::closed, "publish: the transport is closed");
     for (const auto& item : job->items) {
-      if (item.bucket.count() > 0) known_buckets_[item.queue].insert(item.bucket);
+      if (item.bucket.count() > 0) known_buckets_.add(item.queue, item.bucket);
     }
     publish_queue_.push_back(job);
     wake_locked();
@@ -294,11 +291,7 @@ class RabbitmqTransport::State {
     job->queue = std::string(queue_name);
     std::unique_lock lock(mutex_);
     if (closed_) return unexpected(Errc::closed, "stats: the transport is closed");
-    if (auto it = known_buckets_.find(job->queue); it != known_buckets_.end()) {
-      for (milliseconds bucket : it->second) {
-        job->buckets.emplace_back(rabbitmq::delay_bucket_queue(job->queue, bucket), bucket);
-      }
-    }
+    job->buckets = known_buckets_.of(job->queue);
     stats_jobs_.push_back(job);
     wake_locked();
     const bool finished = job_done_.wait_for(lock, options_.publish_timeout, [&] { return job->done || closed_; });
@@ -789,36 +782,18 @@ class RabbitmqTransport::State {
   Result<std::uint32_t> declare(const std::string& queue, milliseconds bucket = milliseconds(0)) {
     amqp_table_t arguments = amqp_empty_table;
     std::vector<amqp_table_entry_t> entries;
-    std::string target;
+    rabbitmq::detail::BucketArguments bucket_arguments;
     if (bucket.count() > 0) {
       // A delay bucket: messages wait their TTL, then RabbitMQ dead-letters
       // them through the default exchange back to the queue.
-      target = queue.substr(0, queue.rfind(".delay."));
-      amqp_table_entry_t ttl{};
-      ttl.key = bytes_of("x-message-ttl");
-      ttl.value.kind = AMQP_FIELD_KIND_I64;
-      ttl.value.value.i64 = bucket.count();
-      amqp_table_entry_t exchange{};
-      exchange.key = bytes_of("x-dead-letter-exchange");
-      exchange.value.kind = AMQP_FIELD_KIND_UTF8;
-      exchange.value.value.bytes = bytes_of("");
-      amqp_table_entry_t routing{};
-      routing.key = bytes_of("x-dead-letter-routing-key");
-      routing.value.kind = AMQP_FIELD_KIND_UTF8;
-      routing.value.value.bytes = bytes_of(target);
-      amqp_table_entry_t expires{};
-      expires.key = bytes_of("x-expires");
-      expires.value.kind = AMQP_FIELD_KIND_I64;
-      expires.value.value.i64 = (bucket * 2 + kBucketExpiryMargin).count();
-      entries = {ttl, exchange, routing, expires};
+      bucket_arguments = rabbitmq::detail::bucket_arguments(queue, bucket);
+      arguments = rabbitmq::detail::bucket_table(bucket_arguments, entries);
     } else if (options_.queue_type == QueueType::quorum) {
       amqp_table_entry_t type{};
       type.key = bytes_of("x-queue-type");
       type.value.kind = AMQP_FIELD_KIND_UTF8;
       type.value.value.bytes = bytes_of("quorum");
       entries = {type};
-    }
-    if (!entries.empty()) {
       arguments.num_entries = static_cast<int>(entries.size());
       arguments.entries = entries.data();
     }
@@ -833,7 +808,9 @@ class RabbitmqTransport::State {
 
   Result<void> ensure_declared(const std::string& queue, milliseconds bucket = milliseconds(0)) {
     auto it = declared_.find(queue);
-    if (it != declared_.end() && (bucket.count() == 0 || Clock::now() - it->second < kBucketRedeclare)) return {};
+    if (it != declared_.end() && (bucket.count() == 0 || !rabbitmq::detail::redeclare_due(it->second, Clock::now()))) {
+      return {};
+    }
     auto declared = declare(queue, bucket);
     if (!declared) return unexpected(declared.error());
     return {};
@@ -1205,7 +1182,7 @@ class RabbitmqTransport::State {
   std::map<std::string, std::string, std::less<>> consumer_tags_;  // consumer tag -> queue
   std::unordered_set<std::uint64_t> handed_out_;                   // delivery tags of generation_
   std::uint64_t generation_ = 1;
-  std::map<std::string, std::set<milliseconds>, std::less<>> known_buckets_;
+  rabbitmq::detail::KnownBuckets known_buckets_;
 };
 
 // ---- RabbitmqTransport ----------------------------------------------------
@@ -1375,24 +1352,9 @@ std::uint64_t RabbitmqTransport::reconnects() const noexcept { return state_->re
 
 namespace rabbitmq {
 
-std::chrono::milliseconds delay_bucket(std::chrono::milliseconds delay) {
-  // Round up to two significant digits: 1234 ms -> 1300 ms, 45678 -> 46000.
-  std::int64_t value = std::max<std::int64_t>(delay.count(), 1);
-  std::int64_t scale = 1;
-  while (value >= 100) {
-    value = (value + 9) / 10;
-    scale *= 10;
-  }
-  return std::min(std::chrono::milliseconds(value * scale), kMaxDelay);
-}
-
 std::uint16_t auto_prefetch(std::size_t first_receive_max) {
   return static_cast<std::uint16_t>(
       std::clamp<std::size_t>(kAutoPrefetchFactor * first_receive_max, kMinAutoPrefetch, 65535));
-}
-
-std::string delay_bucket_queue(std::string_view queue, std::chrono::milliseconds delay) {
-  return std::string(queue) + ".delay." + std::to_string(delay_bucket(delay).count());
 }
 
 void register_transport() {
