@@ -5,18 +5,14 @@
 //   2 consume  (basic.qos + basic.consume per queue, acks and nacks)
 //   3 control  (queue.declare; a 406 on a mismatching queue closes only this one)
 #include "amqp_projection.hpp"
+#include "connection.hpp"
 #include "delay_buckets.hpp"
 
 #include <babelqueue/rabbitmq_transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 
 #include <amqp.h>
-#include <amqp_ssl_socket.h>
-#include <amqp_tcp_socket.h>
-#include <openssl/ssl.h>
-#include <openssl/x509_vfy.h>
 
-#include <arpa/inet.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -42,10 +38,14 @@ using rabbitmq::detail::bytes_of;
 using rabbitmq::detail::view;
 using std::chrono::milliseconds;
 
-constexpr amqp_channel_t kPublishChannel = 1;
-constexpr amqp_channel_t kConsumeChannel = 2;
-constexpr amqp_channel_t kControlChannel = 3;
+using rabbitmq::detail::AmqpFailure;
+using rabbitmq::detail::Connection;
+using rabbitmq::detail::failure_of;
+using rabbitmq::detail::kConsumeChannel;
+using rabbitmq::detail::kControlChannel;
 using rabbitmq::detail::kMaxDelay;
+using rabbitmq::detail::kPublishChannel;
+using rabbitmq::detail::status_text;
 // Frames handled in one go before the I/O thread looks at its requests again,
 // so acks and publishes are not starved by a flood of deliveries.
 constexpr int kFramesPerTurn = 256;
@@ -55,20 +55,6 @@ constexpr int kFramesPerTurn = 256;
 // gains again at concurrency 4; RabbitMQ suggests 100-300).
 constexpr std::size_t kAutoPrefetchFactor = 8;
 constexpr std::size_t kMinAutoPrefetch = 128;
-
-std::string status_text(int status) { return amqp_error_string2(status); }
-
-bool is_ip_literal(const std::string& host) {
-  in6_addr address{};
-  return inet_pton(AF_INET, host.c_str(), &address) == 1 || inet_pton(AF_INET6, host.c_str(), &address) == 1;
-}
-
-timeval to_timeval(milliseconds d) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(d.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((d.count() % 1000) * 1000);
-  return tv;
-}
 
 // One publish() or publish_batch() call.
 struct PublishJob {
@@ -125,26 +111,21 @@ struct StatsJob {
   bool done = false;
 };
 
-// An AMQP failure: the connection is gone (connection) or one channel was
-// closed by the broker (channel != 0).
-struct AmqpFailure {
-  ErrorInfo info;
-  amqp_channel_t channel = 0;  // 0: the connection is lost
-};
-
 }  // namespace
 
 class RabbitmqTransport::State {
  public:
-  explicit State(Options options) : options_(std::move(options)) {}
+  explicit State(Options options)
+      : options_(std::move(options)),
+        endpoint_(rabbitmq::detail::endpoint_of(options_)),
+        connection_(options_,
+                    [this](amqp_channel_t channel, const ErrorInfo& why) { on_channel_closed(channel, why); }) {}
 
   ~State() { stop(milliseconds(0)); }
 
   const Options& options() const { return options_; }
 
-  std::string endpoint() const {
-    return (options_.tls ? "amqps://" : "amqp://") + options_.host + ":" + std::to_string(options_.port);
-  }
+  const std::string& endpoint() const { return endpoint_; }
 
   Result<void> start() {
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -316,7 +297,7 @@ class RabbitmqTransport::State {
     const std::lock_guard stopping(stop_mutex_);
     {
       std::lock_guard lock(mutex_);
-      if (closed_ && !io_thread_.joinable() && conn_ == nullptr) return;
+      if (closed_ && !io_thread_.joinable() && !connection_.is_open()) return;
       closed_ = true;
       close_deadline_ = Clock::now() + deadline;
       wake_locked();
@@ -328,13 +309,12 @@ class RabbitmqTransport::State {
     }
     job_done_.notify_all();
     if (io_thread_.joinable()) io_thread_.join();
-    if (conn_ != nullptr) {
+    if (connection_.is_open()) {
       // The goodbye (channel.close, connection.close) waits for replies:
       // bound it by what is left of the deadline.
       const auto left = std::chrono::duration_cast<milliseconds>(close_deadline_ - Clock::now());
-      timeval timeout = to_timeval(std::max(left, milliseconds(100)));
-      amqp_set_rpc_timeout(conn_, &timeout);
-      disconnect();
+      connection_.set_rpc_timeout(std::max(left, milliseconds(100)));
+      connection_.close();
     }
     if (wake_fd_ >= 0) {
       ::close(wake_fd_);
@@ -362,64 +342,6 @@ class RabbitmqTransport::State {
   void drain_wake_fd() const {
     std::uint64_t value = 0;
     [[maybe_unused]] const auto read = ::read(wake_fd_, &value, sizeof value);
-  }
-
-  // The failure an rpc reply describes, answering a broker close so the
-  // channel (or connection) is cleanly finished on our side too.
-  AmqpFailure failure_of(const amqp_rpc_reply_t& reply, const std::string& what) {
-    switch (reply.reply_type) {
-      case AMQP_RESPONSE_SERVER_EXCEPTION:
-        if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
-          const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
-          return AmqpFailure{ErrorInfo(close->reply_code == 404 ? Errc::not_found : Errc::broker,
-                                       what + ": broker closed the channel: " + std::to_string(close->reply_code) +
-                                           " " + std::string(view(close->reply_text))),
-                             0xFFFF};
-        }
-        if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
-          const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
-          const Errc code = close->reply_code == 403 || close->reply_code == 530 ? Errc::auth : Errc::connection;
-          return AmqpFailure{
-              ErrorInfo(code, what + ": broker closed the connection: " + std::to_string(close->reply_code) + " " +
-                                  std::string(view(close->reply_text))),
-              0};
-        }
-        return AmqpFailure{ErrorInfo(Errc::broker, what + ": unexpected broker reply"), 0};
-      case AMQP_RESPONSE_LIBRARY_EXCEPTION:
-        return AmqpFailure{ErrorInfo(reply.library_error == AMQP_STATUS_TIMEOUT ? Errc::timeout : Errc::connection,
-                                     what + ": " + status_text(reply.library_error)),
-                           0};
-      default: return AmqpFailure{ErrorInfo(Errc::connection, what + ": no reply"), 0};
-    }
-  }
-
-  // Checks the reply of the last synchronous call on channel; on a channel
-  // close it answers close-ok and reopens the channel.
-  Result<void> check_rpc(amqp_channel_t channel, const std::string& what) {
-    const amqp_rpc_reply_t reply = amqp_get_rpc_reply(conn_);
-    if (reply.reply_type == AMQP_RESPONSE_NORMAL) return {};
-    AmqpFailure failure = failure_of(reply, what);
-    if (failure.channel != 0) {
-      amqp_channel_close_ok_t ok{};
-      amqp_send_method(conn_, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
-      on_channel_closed(channel, failure.info);
-      if (!reopen_channel(channel)) failure.channel = 0;
-    } else if (reply.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION) {
-      amqp_connection_close_ok_t ok{};
-      amqp_send_method(conn_, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
-    }
-    if (failure.channel == 0) lost_ = failure.info;
-    return unexpected(failure.info);
-  }
-
-  bool reopen_channel(amqp_channel_t channel) {
-    amqp_channel_open(conn_, channel);
-    if (amqp_get_rpc_reply(conn_).reply_type != AMQP_RESPONSE_NORMAL) return false;
-    if (channel == kPublishChannel && options_.confirm) {
-      amqp_confirm_select(conn_, channel);
-      if (amqp_get_rpc_reply(conn_).reply_type != AMQP_RESPONSE_NORMAL) return false;
-    }
-    return true;
   }
 
   // Bookkeeping when the broker closed one channel (the connection lives on).
@@ -464,134 +386,18 @@ class RabbitmqTransport::State {
   }
 
   Result<void> connect() {
-    conn_ = amqp_new_connection();
-    if (conn_ == nullptr) return unexpected(Errc::internal, "amqp_new_connection failed");
-    amqp_socket_t* socket = options_.tls ? amqp_ssl_socket_new(conn_) : amqp_tcp_socket_new(conn_);
-    if (socket == nullptr) {
-      disconnect();
-      return unexpected(Errc::internal, "cannot create a rabbitmq-c socket");
-    }
-    if (options_.tls) {
-      if (!options_.ca_cert.empty()) {
-        const int status = amqp_ssl_socket_set_cacert(socket, options_.ca_cert.c_str());
-        if (status != AMQP_STATUS_OK) {
-          disconnect();
-          return unexpected(Errc::auth,
-                            "cannot load the CA certificate " + options_.ca_cert + ": " + status_text(status));
-        }
-      }
-      if (!options_.client_cert.empty()) {
-        const int status = amqp_ssl_socket_set_key(socket, options_.client_cert.c_str(), options_.client_key.c_str());
-        if (status != AMQP_STATUS_OK) {
-          disconnect();
-          return unexpected(Errc::auth, "cannot load the client certificate " + options_.client_cert + " / key " +
-                                            options_.client_key + ": " + status_text(status));
-        }
-      }
-      amqp_ssl_socket_set_verify_peer(socket, options_.verify_peer ? 1 : 0);
-      // rabbitmq-c matches the host against the certificate's DNS names
-      // only. For an IP address, OpenSSL checks the certificate's IP
-      // addresses while verifying the chain (whose result rabbitmq-c reads).
-      const bool by_address = options_.verify_peer && is_ip_literal(options_.host);
-      if (by_address) {
-        auto* context = static_cast<SSL_CTX*>(amqp_ssl_socket_get_context(socket));
-        if (context == nullptr ||
-            X509_VERIFY_PARAM_set1_ip_asc(SSL_CTX_get0_param(context), options_.host.c_str()) != 1) {
-          disconnect();
-          return unexpected(Errc::internal, "cannot ask OpenSSL to verify the broker's IP address " + options_.host);
-        }
-      }
-      amqp_ssl_socket_set_verify_hostname(socket, options_.verify_peer && !by_address ? 1 : 0);
-    }
-    timeval timeout = to_timeval(options_.connect_timeout);
-    amqp_set_handshake_timeout(conn_, &timeout);
-    amqp_set_rpc_timeout(conn_, &timeout);
-    int status = amqp_socket_open_noblock(socket, options_.host.c_str(), options_.port, &timeout);
-    if (status != AMQP_STATUS_OK) {
-      disconnect();
-      if (status == AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED) {
-        return unexpected(Errc::auth, "TLS handshake with " + endpoint() +
-                                          " failed: the broker's certificate does not name host '" + options_.host +
-                                          "' among its DNS names");
-      }
-      if (status <= AMQP_STATUS_SSL_ERROR && status > _AMQP_STATUS_SSL_NEXT_VALUE) {
-        return unexpected(
-            Errc::auth,
-            "TLS handshake with " + endpoint() + " failed: " + status_text(status) +
-                (options_.verify_peer
-                     ? " (is cacert=" + (options_.ca_cert.empty() ? std::string("<system>") : options_.ca_cert) +
-                           " the CA that signed the broker's certificate, and does the certificate name " +
-                           (is_ip_literal(options_.host) ? "IP address " : "host ") + options_.host + "?)"
-                     : std::string()));
-      }
-      return unexpected(status == AMQP_STATUS_TIMEOUT ? Errc::timeout : Errc::connection,
-                        "cannot connect to " + endpoint() + ": " + status_text(status));
-    }
-    const auto heartbeat = static_cast<int>(options_.heartbeat.count());
-    // connection_name: how operators (rabbitmqctl list_connections, the
-    // management UI) tell this connection apart.
-    amqp_table_entry_t name_entry{};
-    name_entry.key = bytes_of("connection_name");
-    name_entry.value.kind = AMQP_FIELD_KIND_UTF8;
-    name_entry.value.value.bytes = bytes_of(options_.connection_name);
-    amqp_table_t client_properties{1, &name_entry};
-    const amqp_rpc_reply_t login = amqp_login_with_properties(conn_, options_.vhost.c_str(), 0, AMQP_DEFAULT_FRAME_SIZE,
-                                                              heartbeat, &client_properties, AMQP_SASL_METHOD_PLAIN,
-                                                              options_.user.c_str(), options_.password.c_str());
-    if (login.reply_type != AMQP_RESPONSE_NORMAL) {
-      AmqpFailure failure = failure_of(login, "login");
-      disconnect();
-      const bool closed_by_broker = login.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION ||
-                                    login.library_error == AMQP_STATUS_CONNECTION_CLOSED ||
-                                    login.library_error == AMQP_STATUS_SOCKET_CLOSED;
-      if (closed_by_broker) {
-        return unexpected(Errc::auth, "RabbitMQ at " + endpoint() + " refused login as user '" + options_.user +
-                                          "' on vhost '" + options_.vhost + "': check the user, password and vhost (" +
-                                          failure.info.message() + ")");
-      }
-      return unexpected(failure.info.code(), "login to " + endpoint() + " failed: " + failure.info.message());
-    }
-    for (amqp_channel_t channel : {kPublishChannel, kConsumeChannel, kControlChannel}) {
-      amqp_channel_open(conn_, channel);
-      if (auto opened = check_rpc(channel, "channel.open"); !opened) {
-        disconnect();
-        return unexpected(opened.error());
-      }
-    }
-    if (options_.confirm) {
-      amqp_confirm_select(conn_, kPublishChannel);
-      if (auto selected = check_rpc(kPublishChannel, "confirm.select"); !selected) {
-        disconnect();
-        return unexpected(selected.error());
-      }
-    }
-    timeval rpc_timeout = to_timeval(options_.publish_timeout);
-    amqp_set_rpc_timeout(conn_, &rpc_timeout);
+    if (auto opened = connection_.open(); !opened) return opened;
     next_seq_ = 1;
     declared_.clear();
-    lost_.reset();
     std::lock_guard lock(mutex_);
     connected_ = true;
     return {};
   }
 
-  void disconnect() {
-    if (conn_ == nullptr) return;
-    if (!lost_) {
-      // A clean goodbye; a broken connection is just destroyed.
-      amqp_channel_close(conn_, kPublishChannel, AMQP_REPLY_SUCCESS);
-      amqp_channel_close(conn_, kConsumeChannel, AMQP_REPLY_SUCCESS);
-      amqp_channel_close(conn_, kControlChannel, AMQP_REPLY_SUCCESS);
-      amqp_connection_close(conn_, AMQP_REPLY_SUCCESS);
-    }
-    amqp_destroy_connection(conn_);
-    conn_ = nullptr;
-  }
-
   // The connection broke: everything on the wire is void.
   void on_connection_lost(const ErrorInfo& why) {
-    lost_ = why;
-    disconnect();
+    connection_.set_lost(why);
+    connection_.close();
     std::lock_guard lock(mutex_);
     connected_ = false;
     last_error_ = why.message();
@@ -610,12 +416,9 @@ class RabbitmqTransport::State {
 
   void reconnect_with_backoff() {
     std::mt19937_64 random(std::random_device{}());
-    milliseconds backoff = options_.reconnect_min;
+    rabbitmq::detail::ReconnectBackoff backoff(options_.reconnect_min, options_.reconnect_max);
     while (true) {
-      // Exponential backoff with jitter: wait somewhere in [backoff/2, backoff].
-      std::uniform_int_distribution<std::int64_t> jitter(backoff.count() / 2,
-                                                         std::max<std::int64_t>(backoff.count(), 1));
-      const milliseconds pause(jitter(random));
+      const milliseconds pause = backoff.pause(random);
       {
         std::unique_lock lock(mutex_);
         expire_jobs_locked();
@@ -630,7 +433,7 @@ class RabbitmqTransport::State {
         std::lock_guard lock(mutex_);
         last_error_ = connected.error().message();
       }
-      backoff = std::min(backoff * 2, options_.reconnect_max);
+      backoff.failed();
     }
   }
 
@@ -654,17 +457,17 @@ class RabbitmqTransport::State {
 
   void io_loop() {
     while (true) {
-      if (conn_ == nullptr) {
+      if (!connection_.is_open()) {
         {
           std::lock_guard lock(mutex_);
           if (closed_) break;
         }
         reconnect_with_backoff();
-        if (conn_ == nullptr) break;  // closed while reconnecting
+        if (!connection_.is_open()) break;  // closed while reconnecting
       }
       const bool closing = turn();
-      if (lost_) {
-        on_connection_lost(*lost_);
+      if (connection_.lost()) {
+        on_connection_lost(*connection_.lost());
         continue;
       }
       if (closing) break;
@@ -712,17 +515,17 @@ class RabbitmqTransport::State {
     if (!send_settles(settles)) return false;
     for (auto& job : stats_jobs) {
       run_stats(*job);
-      if (lost_) return false;
+      if (connection_.lost()) return false;
     }
     if (!stats_jobs.empty()) job_done_.notify_all();
     for (const std::string& queue : to_start) {
       start_consumer(queue);
-      if (lost_) return false;
+      if (connection_.lost()) return false;
     }
     send_publishes();
-    if (lost_) return false;
+    if (connection_.lost()) return false;
     const bool busy = read_frames();
-    if (lost_) return false;
+    if (connection_.lost()) return false;
     if (closing) {
       std::lock_guard lock(mutex_);
       // Closing waits for confirms of what is on the wire, up to the deadline.
@@ -748,15 +551,17 @@ class RabbitmqTransport::State {
         continue;
       }
       unacked_.erase(settle.tag);
-      if (const int status = amqp_basic_nack(conn_, kConsumeChannel, settle.tag, 0, 1); status != AMQP_STATUS_OK) {
-        lost_ = ErrorInfo(Errc::connection, "basic.nack: " + status_text(status));
+      if (const int status = amqp_basic_nack(connection_.get(), kConsumeChannel, settle.tag, 0, 1);
+          status != AMQP_STATUS_OK) {
+        connection_.set_lost(ErrorInfo(Errc::connection, "basic.nack: " + status_text(status)));
         return false;
       }
     }
     std::sort(acks.begin(), acks.end());
     auto send_ack = [&](std::uint64_t tag, bool multiple) {
-      if (const int status = amqp_basic_ack(conn_, kConsumeChannel, tag, multiple ? 1 : 0); status != AMQP_STATUS_OK) {
-        lost_ = ErrorInfo(Errc::connection, "basic.ack: " + status_text(status));
+      if (const int status = amqp_basic_ack(connection_.get(), kConsumeChannel, tag, multiple ? 1 : 0);
+          status != AMQP_STATUS_OK) {
+        connection_.set_lost(ErrorInfo(Errc::connection, "basic.ack: " + status_text(status)));
         return false;
       }
       return true;
@@ -798,8 +603,8 @@ class RabbitmqTransport::State {
       arguments.entries = entries.data();
     }
     const amqp_queue_declare_ok_t* ok =
-        amqp_queue_declare(conn_, kControlChannel, bytes_of(queue), 0, 1, 0, 0, arguments);
-    if (auto checked = check_rpc(kControlChannel, "declare queue " + queue); !checked) {
+        amqp_queue_declare(connection_.get(), kControlChannel, bytes_of(queue), 0, 1, 0, 0, arguments);
+    if (auto checked = connection_.check_rpc(kControlChannel, "declare queue " + queue); !checked) {
       return unexpected(checked.error());
     }
     declared_[queue] = Clock::now();
@@ -823,7 +628,7 @@ class RabbitmqTransport::State {
       for (const auto& [bucket_queue, bucket] : job.buckets) {
         auto count = declare(bucket_queue, bucket);
         if (count) delayed += *count;
-        if (lost_) break;
+        if (connection_.lost()) break;
       }
     }
     std::lock_guard lock(mutex_);
@@ -850,11 +655,12 @@ class RabbitmqTransport::State {
       wake_all_receivers_locked();
     };
     if (auto declared = declare(queue); !declared) return fail(declared.error());
-    amqp_basic_qos(conn_, kConsumeChannel, 0, prefetch, 0);
-    if (auto checked = check_rpc(kConsumeChannel, "basic.qos on " + queue); !checked) return fail(checked.error());
-    const amqp_basic_consume_ok_t* ok =
-        amqp_basic_consume(conn_, kConsumeChannel, bytes_of(queue), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
-    if (auto checked = check_rpc(kConsumeChannel, "basic.consume on " + queue); !checked) {
+    amqp_basic_qos(connection_.get(), kConsumeChannel, 0, prefetch, 0);
+    if (auto checked = connection_.check_rpc(kConsumeChannel, "basic.qos on " + queue); !checked)
+      return fail(checked.error());
+    const amqp_basic_consume_ok_t* ok = amqp_basic_consume(connection_.get(), kConsumeChannel, bytes_of(queue),
+                                                           amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
+    if (auto checked = connection_.check_rpc(kConsumeChannel, "basic.consume on " + queue); !checked) {
       return fail(checked.error());
     }
     std::lock_guard lock(mutex_);
@@ -884,7 +690,7 @@ class RabbitmqTransport::State {
       auto declared = ensure_declared(item.queue);
       if (declared && item.bucket.count() > 0) declared = ensure_declared(item.routing_key, item.bucket);
       if (!declared) {
-        if (lost_) {
+        if (connection_.lost()) {
           std::lock_guard lock(mutex_);
           job->to_send.push_front(index);
           return;
@@ -896,12 +702,12 @@ class RabbitmqTransport::State {
       }
       std::vector<amqp_table_entry_t> entries;
       const amqp_basic_properties_t props = rabbitmq::detail::properties(item.projection, entries);
-      const int status = amqp_basic_publish(conn_, kPublishChannel, amqp_empty_bytes, bytes_of(item.routing_key), 1, 0,
-                                            &props, bytes_of(item.body));
+      const int status = amqp_basic_publish(connection_.get(), kPublishChannel, amqp_empty_bytes,
+                                            bytes_of(item.routing_key), 1, 0, &props, bytes_of(item.body));
       std::lock_guard lock(mutex_);
       if (status != AMQP_STATUS_OK) {
         job->to_send.push_front(index);
-        lost_ = ErrorInfo(Errc::connection, "publish to " + item.queue + ": " + status_text(status));
+        connection_.set_lost(ErrorInfo(Errc::connection, "publish to " + item.queue + ": " + status_text(status)));
         return;
       }
       if (options_.confirm) {
@@ -1005,25 +811,26 @@ class RabbitmqTransport::State {
     for (int i = 0; i < kFramesPerTurn; ++i) {
       amqp_frame_t frame;
       timeval poll_now = zero;
-      const int status = amqp_simple_wait_frame_noblock(conn_, &frame, &poll_now);
+      const int status = amqp_simple_wait_frame_noblock(connection_.get(), &frame, &poll_now);
       if (status == AMQP_STATUS_TIMEOUT) break;
       if (status != AMQP_STATUS_OK) {
-        lost_ = ErrorInfo(Errc::connection, "connection to " + endpoint() + " lost: " + status_text(status));
+        connection_.set_lost(
+            ErrorInfo(Errc::connection, "connection to " + endpoint() + " lost: " + status_text(status)));
         break;
       }
       handled = true;
       if (frame.frame_type != AMQP_FRAME_METHOD) continue;  // stray content of a skipped message
       handle_method(frame);
-      if (lost_) break;
+      if (connection_.lost()) break;
     }
     for (const std::uint64_t tag : stray_tags_) {
-      if (lost_) break;
-      if (const int status = amqp_basic_nack(conn_, kConsumeChannel, tag, 0, 1); status != AMQP_STATUS_OK) {
-        lost_ = ErrorInfo(Errc::connection, "basic.nack: " + status_text(status));
+      if (connection_.lost()) break;
+      if (const int status = amqp_basic_nack(connection_.get(), kConsumeChannel, tag, 0, 1); status != AMQP_STATUS_OK) {
+        connection_.set_lost(ErrorInfo(Errc::connection, "basic.nack: " + status_text(status)));
       }
     }
     stray_tags_.clear();
-    if (amqp_release_buffers_ok(conn_)) amqp_release_buffers(conn_);
+    if (amqp_release_buffers_ok(connection_.get())) amqp_release_buffers(connection_.get());
     if (!incoming_.empty()) {
       // One lock per batch of deliveries, not one per delivery.
       std::vector<std::pair<std::condition_variable*, int>> wake;  // per queue: how many receivers to wake
@@ -1054,9 +861,9 @@ class RabbitmqTransport::State {
       case AMQP_BASIC_DELIVER_METHOD: {
         const amqp_basic_deliver_t deliver = *static_cast<const amqp_basic_deliver_t*>(frame.payload.method.decoded);
         amqp_message_t message;
-        const amqp_rpc_reply_t read = amqp_read_message(conn_, channel, &message, 0);
+        const amqp_rpc_reply_t read = amqp_read_message(connection_.get(), channel, &message, 0);
         if (read.reply_type != AMQP_RESPONSE_NORMAL) {
-          lost_ = failure_of(read, "reading a delivery").info;
+          connection_.set_lost(failure_of(read, "reading a delivery").info);
           return;
         }
         on_deliver(deliver, message);
@@ -1076,9 +883,9 @@ class RabbitmqTransport::State {
       case AMQP_BASIC_RETURN_METHOD: {
         const amqp_basic_return_t returned = *static_cast<const amqp_basic_return_t*>(frame.payload.method.decoded);
         amqp_message_t message;
-        const amqp_rpc_reply_t read = amqp_read_message(conn_, channel, &message, 0);
+        const amqp_rpc_reply_t read = amqp_read_message(connection_.get(), channel, &message, 0);
         if (read.reply_type != AMQP_RESPONSE_NORMAL) {
-          lost_ = failure_of(read, "reading a returned message").info;
+          connection_.set_lost(failure_of(read, "reading a returned message").info);
           return;
         }
         on_return(returned, message);
@@ -1107,18 +914,14 @@ class RabbitmqTransport::State {
         const ErrorInfo why(Errc::broker, "broker closed channel " + std::to_string(channel) + ": " +
                                               std::to_string(close->reply_code) + " " +
                                               std::string(view(close->reply_text)));
-        amqp_channel_close_ok_t ok{};
-        amqp_send_method(conn_, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
-        on_channel_closed(channel, why);
-        if (!reopen_channel(channel)) lost_ = why;
+        connection_.on_channel_close(channel, why);
         return;
       }
       case AMQP_CONNECTION_CLOSE_METHOD: {
         const auto* close = static_cast<const amqp_connection_close_t*>(frame.payload.method.decoded);
-        amqp_connection_close_ok_t ok{};
-        amqp_send_method(conn_, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
-        lost_ = ErrorInfo(Errc::connection, "broker closed the connection: " + std::to_string(close->reply_code) + " " +
-                                                std::string(view(close->reply_text)));
+        connection_.on_connection_close(
+            ErrorInfo(Errc::connection, "broker closed the connection: " + std::to_string(close->reply_code) + " " +
+                                            std::string(view(close->reply_text))));
         return;
       }
       default: return;
@@ -1138,9 +941,9 @@ class RabbitmqTransport::State {
       if (work) return;
       io_sleeping_ = true;
     }
-    if (amqp_frames_enqueued(conn_) == 0 && amqp_data_in_buffer(conn_) == 0) {
+    if (amqp_frames_enqueued(connection_.get()) == 0 && amqp_data_in_buffer(connection_.get()) == 0) {
       pollfd fds[2];
-      fds[0] = pollfd{amqp_get_sockfd(conn_), POLLIN, 0};
+      fds[0] = pollfd{amqp_get_sockfd(connection_.get()), POLLIN, 0};
       fds[1] = pollfd{wake_fd_, POLLIN, 0};
       milliseconds timeout(200);
       if (options_.heartbeat.count() > 0) {
@@ -1154,8 +957,8 @@ class RabbitmqTransport::State {
   }
 
   const Options options_;
-  amqp_connection_state_t conn_ = nullptr;                          // I/O thread only (and start/stop)
-  std::optional<ErrorInfo> lost_;                                   // I/O thread only: the connection broke
+  const std::string endpoint_;
+  Connection connection_;  // I/O thread only (and start/stop while no I/O thread runs)
   std::map<std::string, Clock::time_point, std::less<>> declared_;  // I/O thread only
   std::uint64_t next_seq_ = 1;                                      // I/O thread only
   std::set<std::uint64_t> unacked_;        // I/O thread only: consume-channel delivery tags not yet settled

@@ -1,6 +1,7 @@
 // babelqueue::rabbitmq without a broker: the pure parts of the transport
-// (delay buckets, ...).
+// (delay buckets, reply mapping and backoff, ...).
 #include "amqp_projection.hpp"
+#include "connection.hpp"
 #include "delay_buckets.hpp"
 
 #include <babelqueue/rabbitmq_transport.hpp>
@@ -97,6 +98,87 @@ TEST(RabbitmqDelayBuckets, KnownBucketsListAQueuesBucketsOnceShortestFirst) {
   EXPECT_EQ(buckets[0].second, 1300ms);
   EXPECT_EQ(buckets[1].first, "orders.delay.4600");
   EXPECT_EQ(known.of("invoices").size(), 1U);
+}
+
+amqp_rpc_reply_t server_close(amqp_method_number_t id, void* decoded) {
+  amqp_rpc_reply_t reply{};
+  reply.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION;
+  reply.reply.id = id;
+  reply.reply.decoded = decoded;
+  return reply;
+}
+
+TEST(RabbitmqConnection, AChannelCloseFailsOnlyThatChannel) {
+  amqp_channel_close_t close{};
+  close.reply_code = 404;
+  close.reply_text = rd::bytes_of("NOT_FOUND - no queue 'x'");
+  const rd::AmqpFailure missing = rd::failure_of(server_close(AMQP_CHANNEL_CLOSE_METHOD, &close), "declare queue x");
+  EXPECT_NE(missing.channel, 0);
+  EXPECT_EQ(missing.info.code(), bq::Errc::not_found);
+  EXPECT_EQ(missing.info.message(), "declare queue x: broker closed the channel: 404 NOT_FOUND - no queue 'x'");
+  close.reply_code = 406;
+  const rd::AmqpFailure mismatch = rd::failure_of(server_close(AMQP_CHANNEL_CLOSE_METHOD, &close), "declare");
+  EXPECT_NE(mismatch.channel, 0);
+  EXPECT_EQ(mismatch.info.code(), bq::Errc::broker);
+}
+
+TEST(RabbitmqConnection, AConnectionCloseLosesTheConnectionAndRefusedAccessIsAnAuthError) {
+  amqp_connection_close_t close{};
+  close.reply_code = 530;
+  close.reply_text = rd::bytes_of("NOT_ALLOWED - vhost");
+  const rd::AmqpFailure refused = rd::failure_of(server_close(AMQP_CONNECTION_CLOSE_METHOD, &close), "login");
+  EXPECT_EQ(refused.channel, 0);
+  EXPECT_EQ(refused.info.code(), bq::Errc::auth);
+  EXPECT_EQ(refused.info.message(), "login: broker closed the connection: 530 NOT_ALLOWED - vhost");
+  close.reply_code = 403;
+  EXPECT_EQ(rd::failure_of(server_close(AMQP_CONNECTION_CLOSE_METHOD, &close), "login").info.code(), bq::Errc::auth);
+  close.reply_code = 320;
+  const rd::AmqpFailure forced = rd::failure_of(server_close(AMQP_CONNECTION_CLOSE_METHOD, &close), "read");
+  EXPECT_EQ(forced.channel, 0);
+  EXPECT_EQ(forced.info.code(), bq::Errc::connection);
+}
+
+TEST(RabbitmqConnection, LibraryErrorsLoseTheConnectionAndATimeoutSaysSo) {
+  amqp_rpc_reply_t reply{};
+  reply.reply_type = AMQP_RESPONSE_LIBRARY_EXCEPTION;
+  reply.library_error = AMQP_STATUS_TIMEOUT;
+  EXPECT_EQ(rd::failure_of(reply, "basic.qos").info.code(), bq::Errc::timeout);
+  EXPECT_EQ(rd::failure_of(reply, "basic.qos").channel, 0);
+  reply.library_error = AMQP_STATUS_SOCKET_ERROR;
+  EXPECT_EQ(rd::failure_of(reply, "basic.qos").info.code(), bq::Errc::connection);
+  EXPECT_EQ(rd::failure_of(reply, "basic.qos").info.message(),
+            "basic.qos: " + rd::status_text(AMQP_STATUS_SOCKET_ERROR));
+  amqp_rpc_reply_t none{};
+  none.reply_type = AMQP_RESPONSE_NONE;
+  EXPECT_EQ(rd::failure_of(none, "x").info.code(), bq::Errc::connection);
+  amqp_basic_ack_t ack{};
+  EXPECT_EQ(rd::failure_of(server_close(AMQP_BASIC_ACK_METHOD, &ack), "x").info.code(), bq::Errc::broker);
+}
+
+TEST(RabbitmqConnection, ReconnectPausesDoubleWithJitterUpToTheMaximum) {
+  rd::ReconnectBackoff backoff(100ms, 1000ms);
+  std::mt19937_64 random(42);
+  for (const auto bound : {100ms, 200ms, 400ms, 800ms, 1000ms, 1000ms}) {
+    for (int i = 0; i < 50; ++i) {
+      const auto pause = backoff.pause(random);
+      EXPECT_GE(pause, bound / 2);
+      EXPECT_LE(pause, bound);
+    }
+    backoff.failed();
+  }
+  rd::ReconnectBackoff tiny(1ms, 1ms);
+  EXPECT_LE(tiny.pause(random), 1ms);
+}
+
+TEST(RabbitmqConnection, TheEndpointNamesSchemeHostAndPortButNoCredentials) {
+  bq::RabbitmqTransport::Options options;
+  options.host = "broker";
+  options.port = 5671;
+  options.tls = true;
+  options.password = "secret";
+  EXPECT_EQ(rd::endpoint_of(options), "amqps://broker:5671");
+  options.tls = false;
+  EXPECT_EQ(rd::endpoint_of(options), "amqp://broker:5671");
 }
 
 }  // namespace
