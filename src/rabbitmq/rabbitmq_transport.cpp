@@ -7,6 +7,7 @@
 #include "amqp_projection.hpp"
 #include "connection.hpp"
 #include "delay_buckets.hpp"
+#include "queue_declarer.hpp"
 
 #include <babelqueue/rabbitmq_transport.hpp>
 #include <babelqueue/transport_registry.hpp>
@@ -119,7 +120,8 @@ class RabbitmqTransport::State {
       : options_(std::move(options)),
         endpoint_(rabbitmq::detail::endpoint_of(options_)),
         connection_(options_,
-                    [this](amqp_channel_t channel, const ErrorInfo& why) { on_channel_closed(channel, why); }) {}
+                    [this](amqp_channel_t channel, const ErrorInfo& why) { on_channel_closed(channel, why); }),
+        declarer_(options_, connection_) {}
 
   ~State() { stop(milliseconds(0)); }
 
@@ -388,7 +390,7 @@ class RabbitmqTransport::State {
   Result<void> connect() {
     if (auto opened = connection_.open(); !opened) return opened;
     next_seq_ = 1;
-    declared_.clear();
+    declarer_.forget_all();
     std::lock_guard lock(mutex_);
     connected_ = true;
     return {};
@@ -584,49 +586,12 @@ class RabbitmqTransport::State {
     return generation_;
   }
 
-  Result<std::uint32_t> declare(const std::string& queue, milliseconds bucket = milliseconds(0)) {
-    amqp_table_t arguments = amqp_empty_table;
-    std::vector<amqp_table_entry_t> entries;
-    rabbitmq::detail::BucketArguments bucket_arguments;
-    if (bucket.count() > 0) {
-      // A delay bucket: messages wait their TTL, then RabbitMQ dead-letters
-      // them through the default exchange back to the queue.
-      bucket_arguments = rabbitmq::detail::bucket_arguments(queue, bucket);
-      arguments = rabbitmq::detail::bucket_table(bucket_arguments, entries);
-    } else if (options_.queue_type == QueueType::quorum) {
-      amqp_table_entry_t type{};
-      type.key = bytes_of("x-queue-type");
-      type.value.kind = AMQP_FIELD_KIND_UTF8;
-      type.value.value.bytes = bytes_of("quorum");
-      entries = {type};
-      arguments.num_entries = static_cast<int>(entries.size());
-      arguments.entries = entries.data();
-    }
-    const amqp_queue_declare_ok_t* ok =
-        amqp_queue_declare(connection_.get(), kControlChannel, bytes_of(queue), 0, 1, 0, 0, arguments);
-    if (auto checked = connection_.check_rpc(kControlChannel, "declare queue " + queue); !checked) {
-      return unexpected(checked.error());
-    }
-    declared_[queue] = Clock::now();
-    return ok->message_count;
-  }
-
-  Result<void> ensure_declared(const std::string& queue, milliseconds bucket = milliseconds(0)) {
-    auto it = declared_.find(queue);
-    if (it != declared_.end() && (bucket.count() == 0 || !rabbitmq::detail::redeclare_due(it->second, Clock::now()))) {
-      return {};
-    }
-    auto declared = declare(queue, bucket);
-    if (!declared) return unexpected(declared.error());
-    return {};
-  }
-
   void run_stats(StatsJob& job) {
-    auto ready = declare(job.queue);
+    auto ready = declarer_.declare(job.queue);
     std::int64_t delayed = 0;
     if (ready) {
       for (const auto& [bucket_queue, bucket] : job.buckets) {
-        auto count = declare(bucket_queue, bucket);
+        auto count = declarer_.declare(bucket_queue, bucket);
         if (count) delayed += *count;
         if (connection_.lost()) break;
       }
@@ -654,7 +619,7 @@ class RabbitmqTransport::State {
       consumer.start_error = error;
       wake_all_receivers_locked();
     };
-    if (auto declared = declare(queue); !declared) return fail(declared.error());
+    if (auto declared = declarer_.declare(queue); !declared) return fail(declared.error());
     amqp_basic_qos(connection_.get(), kConsumeChannel, 0, prefetch, 0);
     if (auto checked = connection_.check_rpc(kConsumeChannel, "basic.qos on " + queue); !checked)
       return fail(checked.error());
@@ -687,8 +652,8 @@ class RabbitmqTransport::State {
         job->to_send.pop_front();
       }
       const PublishJob::Item& item = job->items[index];
-      auto declared = ensure_declared(item.queue);
-      if (declared && item.bucket.count() > 0) declared = ensure_declared(item.routing_key, item.bucket);
+      auto declared = declarer_.ensure_declared(item.queue);
+      if (declared && item.bucket.count() > 0) declared = declarer_.ensure_declared(item.routing_key, item.bucket);
       if (!declared) {
         if (connection_.lost()) {
           std::lock_guard lock(mutex_);
@@ -726,7 +691,7 @@ class RabbitmqTransport::State {
       if (job.done) return;
       if (pending.returned) {
         fail_job_locked(job, pending.index, ErrorInfo(Errc::not_found, pending.return_text));
-        declared_.erase(job.items[pending.index].routing_key);
+        declarer_.forget(job.items[pending.index].routing_key);
       } else if (!ack) {
         fail_job_locked(job, pending.index,
                         ErrorInfo(Errc::broker, "publish to " + job.items[pending.index].queue +
@@ -904,7 +869,7 @@ class RabbitmqTransport::State {
           // Its queue is gone, and with it the messages it had delivered.
           for (const Delivery& delivery : consumer.buffer) unacked_.erase(delivery.token.id);
           consumer.buffer.clear();
-          declared_.erase(tag->second);
+          declarer_.forget(tag->second);
           consumer_tags_.erase(tag);
         }
         return;
@@ -958,12 +923,12 @@ class RabbitmqTransport::State {
 
   const Options options_;
   const std::string endpoint_;
-  Connection connection_;  // I/O thread only (and start/stop while no I/O thread runs)
-  std::map<std::string, Clock::time_point, std::less<>> declared_;  // I/O thread only
-  std::uint64_t next_seq_ = 1;                                      // I/O thread only
-  std::set<std::uint64_t> unacked_;        // I/O thread only: consume-channel delivery tags not yet settled
-  std::vector<std::uint64_t> stray_tags_;  // I/O thread only: deliveries of no consumer, to nack
-  std::vector<Delivery> incoming_;         // I/O thread only: read this turn, not yet buffered
+  Connection connection_;                     // I/O thread only (and start/stop while no I/O thread runs)
+  rabbitmq::detail::QueueDeclarer declarer_;  // I/O thread only
+  std::uint64_t next_seq_ = 1;                // I/O thread only
+  std::set<std::uint64_t> unacked_;           // I/O thread only: consume-channel delivery tags not yet settled
+  std::vector<std::uint64_t> stray_tags_;     // I/O thread only: deliveries of no consumer, to nack
+  std::vector<Delivery> incoming_;            // I/O thread only: read this turn, not yet buffered
   int wake_fd_ = -1;
   std::thread io_thread_;
   std::atomic<std::uint64_t> reconnects_{0};
