@@ -1,218 +1,93 @@
-// RabbitmqTransport. Threading model: one I/O thread owns the rabbitmq-c
-// connection and every call into rabbitmq-c; API threads post requests to it
-// under mutex_ and wait on condition variables. Three channels:
-//   1 publish  (confirm mode; a channel error here fails only unconfirmed publishes)
-//   2 consume  (basic.qos + basic.consume per queue, acks and nacks)
-//   3 control  (queue.declare; a 406 on a mismatching queue closes only this one)
-#include "amqp_projection.hpp"
+// RabbitmqTransport: the public class and its API-thread side (State). The
+// pieces, by concept and by the thread that uses them (ADR 0007):
+//   shared_state    what API threads and the I/O thread share, under one mutex
+//   io_loop         the I/O thread: its loop, frames, sleep and reconnects
+//   connection      socket, TLS, login, channels, broker closes (I/O thread)
+//   publisher       the publish channel: confirms, returns (I/O thread);
+//   publish_jobs    the jobs API threads queue for it (shared)
+//   consumers       the consume channel: QoS, consume, acks (I/O thread);
+//   consumer_table  the consumers and ready buffers API threads read (shared)
+//   queue_declarer  queue and delay bucket declarations (I/O thread)
+//   delay_buckets   bucket naming and selection (pure)
+#include "delay_buckets.hpp"
+#include "io_loop.hpp"
+#include "shared_state.hpp"
 
 #include <babelqueue/rabbitmq_transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 
-#include <amqp.h>
-#include <amqp_ssl_socket.h>
-#include <amqp_tcp_socket.h>
-#include <openssl/ssl.h>
-#include <openssl/x509_vfy.h>
-
-#include <arpa/inet.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <charconv>
-#include <condition_variable>
-#include <deque>
-#include <map>
+#include <memory>
 #include <mutex>
-#include <random>
 #include <set>
 #include <thread>
-#include <unordered_set>
 
 namespace babelqueue {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using rabbitmq::detail::bytes_of;
-using rabbitmq::detail::view;
+using rabbitmq::detail::Clock;
+using rabbitmq::detail::Consumer;
+using rabbitmq::detail::kMaxDelay;
+using rabbitmq::detail::Locked;
+using rabbitmq::detail::PublishJob;
+using rabbitmq::detail::PublishProgress;
+using rabbitmq::detail::StatsJob;
 using std::chrono::milliseconds;
-
-constexpr amqp_channel_t kPublishChannel = 1;
-constexpr amqp_channel_t kConsumeChannel = 2;
-constexpr amqp_channel_t kControlChannel = 3;
-constexpr milliseconds kMaxDelay{std::numeric_limits<std::int32_t>::max()};
-// A bucket queue removes itself after this long unused, on top of twice its
-// delay, and is re-declared (which counts as use) at least this often.
-constexpr milliseconds kBucketExpiryMargin{std::chrono::minutes(10)};
-constexpr milliseconds kBucketRedeclare{std::chrono::minutes(1)};
-// Frames handled in one go before the I/O thread looks at its requests again,
-// so acks and publishes are not starved by a flood of deliveries.
-constexpr int kFramesPerTurn = 256;
-// The auto QoS: several times what one receive() asks for, so the broker
-// keeps pushing while the caller holds a batch and its handlers run another
-// (measured: a QoS of 16 -> 64 doubles consume throughput, 64 -> 128..256
-// gains again at concurrency 4; RabbitMQ suggests 100-300).
-constexpr std::size_t kAutoPrefetchFactor = 8;
-constexpr std::size_t kMinAutoPrefetch = 128;
-
-std::string status_text(int status) { return amqp_error_string2(status); }
-
-bool is_ip_literal(const std::string& host) {
-  in6_addr address{};
-  return inet_pton(AF_INET, host.c_str(), &address) == 1 || inet_pton(AF_INET6, host.c_str(), &address) == 1;
-}
-
-timeval to_timeval(milliseconds d) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(d.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((d.count() % 1000) * 1000);
-  return tv;
-}
-
-// One publish() or publish_batch() call.
-struct PublishJob {
-  struct Item {
-    std::string queue;        // the destination queue
-    std::string routing_key;  // queue, or its delay bucket
-    milliseconds bucket{0};
-    std::string body;
-    rabbitmq::detail::Projection projection;
-  };
-  std::vector<Item> items;
-  std::deque<std::size_t> to_send;  // indexes not (or no longer) on the wire
-  std::size_t confirmed = 0;
-  Clock::time_point deadline;
-  std::optional<ErrorInfo> error;  // the first failure
-  std::optional<std::size_t> failed_index;
-  bool done = false;  // guarded by State::mutex_
-};
-
-struct PendingConfirm {
-  std::uint64_t seq;
-  std::shared_ptr<PublishJob> job;
-  std::size_t index;
-  bool returned = false;
-  std::string return_text;
-};
-
-struct Consumer {
-  std::uint16_t prefetch = 1;
-  bool active = false;  // consuming on the current channel generation
-  bool starting = false;
-  std::string tag;
-  std::deque<Delivery> buffer;  // delivered by the broker, not yet received
-  std::int64_t reserved = 0;    // received, not settled
-  std::optional<ErrorInfo> start_error;
-  // receive() calls of this queue wait here, so a batch of deliveries wakes
-  // as many of them as it can feed, not every waiting thread of every queue.
-  std::unique_ptr<std::condition_variable> ready = std::make_unique<std::condition_variable>();
-  int waiting = 0;
-};
-
-struct Settle {
-  std::uint64_t generation;
-  std::uint64_t tag;
-  bool ack;
-};
-
-struct StatsJob {
-  std::string queue;
-  std::vector<std::pair<std::string, milliseconds>> buckets;
-  std::int64_t ready = 0;
-  std::int64_t delayed = 0;
-  std::optional<ErrorInfo> error;
-  bool done = false;
-};
-
-// An AMQP failure: the connection is gone (connection) or one channel was
-// closed by the broker (channel != 0).
-struct AmqpFailure {
-  ErrorInfo info;
-  amqp_channel_t channel = 0;  // 0: the connection is lost
-};
 
 }  // namespace
 
+// The API threads' side: checks requests, queues them in SharedState for the
+// I/O thread and waits for the answers. Used by any thread.
 class RabbitmqTransport::State {
  public:
-  explicit State(Options options) : options_(std::move(options)) {}
+  explicit State(Options options)
+      : options_(std::move(options)), endpoint_(rabbitmq::detail::endpoint_of(options_)), io_(options_, shared_) {}
 
   ~State() { stop(milliseconds(0)); }
 
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
   const Options& options() const { return options_; }
 
-  std::string endpoint() const {
-    return (options_.tls ? "amqps://" : "amqp://") + options_.host + ":" + std::to_string(options_.port);
-  }
-
   Result<void> start() {
-    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd_ < 0) return unexpected(Errc::io, "eventfd failed");
-    auto connected = connect();
+    if (!shared_.wake_fd.valid()) return unexpected(Errc::io, "eventfd failed");
+    auto connected = io_.connect();
     if (!connected) return unexpected(connected.error());
-    io_thread_ = std::thread([this] { io_loop(); });
+    io_thread_ = std::thread([this] { io_.run(); });
     return {};
   }
 
-  // ---- API side -----------------------------------------------------------
-
   Result<void> publish(std::span<const OutgoingMessage> messages) {
-    auto job = std::make_shared<PublishJob>();
-    job->items.reserve(messages.size());
-    for (const OutgoingMessage& message : messages) {
-      if (message.queue.empty()) return unexpected(Errc::invalid_argument, "publish: empty queue name");
-      if (message.queue.size() > 255) {
-        return unexpected(Errc::invalid_argument, "publish: queue name longer than 255 bytes");
-      }
-      if (message.options.delay.count() < 0 || message.options.delay > kMaxDelay) {
-        return unexpected(Errc::invalid_argument, "publish to " + message.queue + ": delay out of range");
-      }
-      auto projection = rabbitmq::detail::project(message.body, message.options.headers);
-      if (!projection) return unexpected(projection.error());
-      PublishJob::Item item;
-      item.queue = message.queue;
-      item.bucket = message.options.delay.count() > 0 ? rabbitmq::delay_bucket(message.options.delay) : milliseconds(0);
-      item.routing_key =
-          item.bucket.count() > 0 ? rabbitmq::delay_bucket_queue(message.queue, item.bucket) : message.queue;
-      item.body = message.body;
-      item.projection = std::move(*projection);
-      job->to_send.push_back(job->items.size());
-      job->items.push_back(std::move(item));
+    auto items = rabbitmq::detail::publish_items(messages);
+    if (!items) return unexpected(items.error());
+    if (items->empty()) return {};
+    auto job = std::make_shared<PublishJob>(std::move(*items), Clock::now() + options_.publish_timeout);
+    Locked locked = shared_.lock();
+    if (locked->closed) return unexpected(Errc::closed, "publish: the transport is closed");
+    for (const auto& item : job->items()) {
+      if (item.bucket.count() > 0) locked->buckets.add(item.queue, item.bucket);
     }
-    if (job->items.empty()) return {};
-    job->deadline = Clock::now() + options_.publish_timeout;
-    std::unique_lock lock(mutex_);
-    if (closed_) return unexpected(Errc::closed, "publish: the transport is closed");
-    for (const auto& item : job->items) {
-      if (item.bucket.count() > 0) known_buckets_[item.queue].insert(item.bucket);
-    }
-    publish_queue_.push_back(job);
-    wake_locked();
+    locked->publishes.push_back(job);
+    locked.wake_io();
     // The I/O thread enforces the deadline; the extra second covers an I/O
     // thread stuck in a blocking call.
     // The I/O thread finishes every job, also when closing.
-    const bool finished =
-        job_done_.wait_until(lock, job->deadline + std::chrono::seconds(1), [&] { return job->done; });
+    PublishProgress& progress = job->progress(locked);
+    const bool finished = shared_.job_done.wait_until(locked.lock(), job->deadline() + std::chrono::seconds(1),
+                                                      [&] { return progress.done; });
     if (!finished) {
-      job->done = true;
-      if (!job->error) {
-        job->error = closed_ ? ErrorInfo(Errc::closed, "publish: the transport was closed before the broker confirmed")
-                             : ErrorInfo(Errc::timeout, "publish: no confirm from " + endpoint() + " within " +
+      progress.done = true;
+      if (!progress.error) {
+        progress.error = locked->closed
+                             ? ErrorInfo(Errc::closed, "publish: the transport was closed before the broker confirmed")
+                             : ErrorInfo(Errc::timeout, "publish: no confirm from " + endpoint_ + " within " +
                                                             std::to_string(options_.publish_timeout.count()) +
                                                             " ms (the message may or may not have been published)");
       }
     }
-    if (job->error) {
-      if (job->items.size() == 1) return unexpected(*job->error);
-      const std::size_t index = job->failed_index.value_or(job->confirmed);
-      return unexpected(job->error->code(),
-                        "publish_batch: message " + std::to_string(index) + " of " + std::to_string(job->items.size()) +
-                            " failed (" + std::to_string(job->confirmed) + " confirmed): " + job->error->message());
-    }
+    if (progress.error) return unexpected(rabbitmq::detail::publish_error(progress, job->items().size()));
     return {};
   }
 
@@ -221,40 +96,33 @@ class RabbitmqTransport::State {
     if (max == 0) return unexpected(Errc::invalid_argument, "receive: max must be at least 1");
     const std::string queue(queue_name);
     const auto deadline = Clock::now() + std::max(wait, milliseconds(0));
-    std::unique_lock lock(mutex_);
-    if (closed_) return unexpected(Errc::closed, "receive: the transport is closed");
-    auto [it, created] = consumers_.try_emplace(queue);
-    Consumer& consumer = it->second;
-    if (created) {
+    Locked locked = shared_.lock();
+    if (locked->closed) return unexpected(Errc::closed, "receive: the transport is closed");
+    const auto opened = locked->consumers.open(queue);
+    Consumer& consumer = *opened.first;
+    if (opened.second) {
       // The QoS is fixed when the consumer starts: sized from this first
       // receive's max, which is the worker's prefetch (see auto_prefetch).
       consumer.prefetch = options_.prefetch != 0 ? options_.prefetch : rabbitmq::auto_prefetch(max);
-      wake_locked();
+      locked.wake_io();
     }
     ++consumer.waiting;
-    consumer.ready->wait_until(lock, deadline, [&] {
-      return closed_ || !consumer.buffer.empty() || (consumer.start_error && !consumer.starting);
+    consumer.ready->wait_until(locked.lock(), deadline, [&] {
+      return locked->closed || !consumer.buffer.empty() || (consumer.start_error && !consumer.starting);
     });
     --consumer.waiting;
-    if (closed_) return unexpected(Errc::closed, "receive: the transport is closed");
-    std::vector<Delivery> out;
-    while (!consumer.buffer.empty() && out.size() < max) {
-      Delivery& delivery = consumer.buffer.front();
-      handed_out_.insert(delivery.token.id);
-      ++consumer.reserved;
-      out.push_back(std::move(delivery));
-      consumer.buffer.pop_front();
-    }
+    if (locked->closed) return unexpected(Errc::closed, "receive: the transport is closed");
+    std::vector<Delivery> out = locked->consumers.take(consumer, max);
     if (out.empty()) {
       if (consumer.start_error) {
         ErrorInfo error = *consumer.start_error;
         consumer.start_error.reset();
-        if (!consumer.active) wake_locked();  // try again on the next call
+        if (!consumer.active) locked.wake_io();  // try again on the next call
         return unexpected(error);
       }
-      if (!connected_) {
-        return unexpected(Errc::connection, "receive from " + queue + ": not connected to " + endpoint() +
-                                                " (reconnecting; last error: " + last_error_ + ")");
+      if (!locked->connected) {
+        return unexpected(Errc::connection, "receive from " + queue + ": not connected to " + endpoint_ +
+                                                " (reconnecting; last error: " + locked->last_error + ")");
       }
     }
     return out;
@@ -267,945 +135,83 @@ class RabbitmqTransport::State {
     if (parsed.ec != std::errc{} || text.empty()) {
       return unexpected(Errc::invalid_argument, "not a RabbitMQ delivery of this transport");
     }
-    std::lock_guard lock(mutex_);
-    if (closed_) return unexpected(Errc::closed, "the transport is closed");
-    if (generation != generation_ || handed_out_.erase(delivery.token.id) == 0) {
+    Locked locked = shared_.lock();
+    if (locked->closed) return unexpected(Errc::closed, "the transport is closed");
+    if (!locked->consumers.settle(generation, delivery, ack)) {
       return unexpected(Errc::not_found, "delivery " + std::to_string(delivery.token.id) + " of " + delivery.queue +
                                              " is no longer held (settled already, or its channel was lost "
                                              "and the broker requeued it)");
     }
-    if (auto it = consumers_.find(delivery.queue); it != consumers_.end() && it->second.reserved > 0) {
-      --it->second.reserved;
-    }
-    settles_.push_back(Settle{generation, delivery.token.id, ack});
-    wake_locked();
+    locked.wake_io();
     return {};
   }
 
   // Whether the delivery is still held, without settling it.
   bool holds(const Delivery& delivery) {
-    std::lock_guard lock(mutex_);
-    return !closed_ && delivery.token.text == std::to_string(generation_) && handed_out_.contains(delivery.token.id);
+    Locked locked = shared_.lock();
+    return !locked->closed && locked->consumers.holds(delivery);
   }
 
   Result<QueueStats> stats(std::string_view queue_name) {
     if (queue_name.empty()) return unexpected(Errc::invalid_argument, "stats: empty queue name");
-    auto job = std::make_shared<StatsJob>();
-    job->queue = std::string(queue_name);
-    std::unique_lock lock(mutex_);
-    if (closed_) return unexpected(Errc::closed, "stats: the transport is closed");
-    if (auto it = known_buckets_.find(job->queue); it != known_buckets_.end()) {
-      for (milliseconds bucket : it->second) {
-        job->buckets.emplace_back(rabbitmq::delay_bucket_queue(job->queue, bucket), bucket);
-      }
-    }
-    stats_jobs_.push_back(job);
-    wake_locked();
-    const bool finished = job_done_.wait_for(lock, options_.publish_timeout, [&] { return job->done || closed_; });
-    if (closed_) return unexpected(Errc::closed, "stats: the transport is closed");
-    if (!finished) return unexpected(Errc::timeout, "stats of " + job->queue + ": no answer from " + endpoint());
-    if (job->error) return unexpected(*job->error);
+    const std::string queue(queue_name);
+    Locked locked = shared_.lock();
+    if (locked->closed) return unexpected(Errc::closed, "stats: the transport is closed");
+    auto job = std::make_shared<StatsJob>(queue, locked->buckets.of(queue));
+    locked->stats_jobs.push_back(job);
+    locked.wake_io();
+    StatsJob::Answer& answer = job->answer(locked);
+    const bool finished = shared_.job_done.wait_for(locked.lock(), options_.publish_timeout,
+                                                    [&] { return answer.done || locked->closed; });
+    if (locked->closed) return unexpected(Errc::closed, "stats: the transport is closed");
+    if (!finished) return unexpected(Errc::timeout, "stats of " + queue + ": no answer from " + endpoint_);
+    if (answer.error) return unexpected(*answer.error);
     QueueStats stats;
-    stats.ready = job->ready;
+    stats.ready = answer.ready;
     stats.reserved = 0;
-    if (auto it = consumers_.find(job->queue); it != consumers_.end()) {
-      stats.ready += static_cast<std::int64_t>(it->second.buffer.size());
-      stats.reserved = it->second.reserved;
+    if (const Consumer* consumer = locked->consumers.find(queue)) {
+      stats.ready += static_cast<std::int64_t>(consumer->buffer.size());
+      stats.reserved = consumer->reserved;
     }
-    stats.delayed = job->delayed;
+    stats.delayed = answer.delayed;
     return stats;
   }
 
-  std::uint64_t reconnects() const { return reconnects_.load(); }
+  std::uint64_t reconnects() const { return shared_.reconnects.load(); }
 
   // Idempotent, and safe to call from several threads at once.
   void stop(milliseconds deadline) {
     const std::lock_guard stopping(stop_mutex_);
+    if (stopped_) return;
+    stopped_ = true;
+    Clock::time_point close_deadline;
     {
-      std::lock_guard lock(mutex_);
-      if (closed_ && !io_thread_.joinable() && conn_ == nullptr) return;
-      closed_ = true;
-      close_deadline_ = Clock::now() + deadline;
-      wake_locked();
+      Locked locked = shared_.lock();
+      locked->closed = true;
+      close_deadline = locked->close_deadline = Clock::now() + deadline;
+      locked.wake_io();
     }
-    reconnect_wait_.notify_all();
+    shared_.reconnect_wait.notify_all();
     {
-      std::lock_guard lock(mutex_);
-      wake_all_receivers_locked();
+      Locked locked = shared_.lock();
+      locked->consumers.wake_all();
     }
-    job_done_.notify_all();
+    shared_.job_done.notify_all();
     if (io_thread_.joinable()) io_thread_.join();
-    if (conn_ != nullptr) {
-      // The goodbye (channel.close, connection.close) waits for replies:
-      // bound it by what is left of the deadline.
-      const auto left = std::chrono::duration_cast<milliseconds>(close_deadline_ - Clock::now());
-      timeval timeout = to_timeval(std::max(left, milliseconds(100)));
-      amqp_set_rpc_timeout(conn_, &timeout);
-      disconnect();
-    }
-    if (wake_fd_ >= 0) {
-      ::close(wake_fd_);
-      wake_fd_ = -1;
-    }
+    io_.goodbye(close_deadline);
+    Locked locked = shared_.lock();
+    shared_.wake_fd.close();
   }
 
  private:
-  // ---- I/O thread ---------------------------------------------------------
-
-  void wake_all_receivers_locked() {
-    for (auto& [queue, consumer] : consumers_) consumer.ready->notify_all();
-  }
-
-  // Wakes the I/O thread if it sleeps. One write per sleep: the requests
-  // that follow before it wakes are all taken in its next turn.
-  void wake_locked() {
-    if (io_sleeping_) {
-      io_sleeping_ = false;
-      const std::uint64_t one = 1;
-      [[maybe_unused]] const auto written = ::write(wake_fd_, &one, sizeof one);
-    }
-  }
-
-  void drain_wake_fd() const {
-    std::uint64_t value = 0;
-    [[maybe_unused]] const auto read = ::read(wake_fd_, &value, sizeof value);
-  }
-
-  // The failure an rpc reply describes, answering a broker close so the
-  // channel (or connection) is cleanly finished on our side too.
-  AmqpFailure failure_of(const amqp_rpc_reply_t& reply, const std::string& what) {
-    switch (reply.reply_type) {
-      case AMQP_RESPONSE_SERVER_EXCEPTION:
-        if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
-          const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
-          return AmqpFailure{ErrorInfo(close->reply_code == 404 ? Errc::not_found : Errc::broker,
-                                       what + ": broker closed the channel: " + std::to_string(close->reply_code) +
-                                           " " + std::string(view(close->reply_text))),
-                             0xFFFF};
-        }
-        if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
-          const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
-          const Errc code = close->reply_code == 403 || close->reply_code == 530 ? Errc::auth : Errc::connection;
-          return AmqpFailure{
-              ErrorInfo(code, what + ": broker closed the connection: " + std::to_string(close->reply_code) + " " +
-                                  std::string(view(close->reply_text))),
-              0};
-        }
-        return AmqpFailure{ErrorInfo(Errc::broker, what + ": unexpected broker reply"), 0};
-      case AMQP_RESPONSE_LIBRARY_EXCEPTION:
-        return AmqpFailure{ErrorInfo(reply.library_error == AMQP_STATUS_TIMEOUT ? Errc::timeout : Errc::connection,
-                                     what + ": " + status_text(reply.library_error)),
-                           0};
-      default: return AmqpFailure{ErrorInfo(Errc::connection, what + ": no reply"), 0};
-    }
-  }
-
-  // Checks the reply of the last synchronous call on channel; on a channel
-  // close it answers close-ok and reopens the channel.
-  Result<void> check_rpc(amqp_channel_t channel, const std::string& what) {
-    const amqp_rpc_reply_t reply = amqp_get_rpc_reply(conn_);
-    if (reply.reply_type == AMQP_RESPONSE_NORMAL) return {};
-    AmqpFailure failure = failure_of(reply, what);
-    if (failure.channel != 0) {
-      amqp_channel_close_ok_t ok{};
-      amqp_send_method(conn_, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
-      on_channel_closed(channel, failure.info);
-      if (!reopen_channel(channel)) failure.channel = 0;
-    } else if (reply.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION) {
-      amqp_connection_close_ok_t ok{};
-      amqp_send_method(conn_, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
-    }
-    if (failure.channel == 0) lost_ = failure.info;
-    return unexpected(failure.info);
-  }
-
-  bool reopen_channel(amqp_channel_t channel) {
-    amqp_channel_open(conn_, channel);
-    if (amqp_get_rpc_reply(conn_).reply_type != AMQP_RESPONSE_NORMAL) return false;
-    if (channel == kPublishChannel && options_.confirm) {
-      amqp_confirm_select(conn_, channel);
-      if (amqp_get_rpc_reply(conn_).reply_type != AMQP_RESPONSE_NORMAL) return false;
-    }
-    return true;
-  }
-
-  // Bookkeeping when the broker closed one channel (the connection lives on).
-  void on_channel_closed(amqp_channel_t channel, const ErrorInfo& why) {
-    if (channel == kPublishChannel) {
-      fail_pending(why);
-      next_seq_ = 1;
-    } else if (channel == kConsumeChannel) {
-      std::lock_guard lock(mutex_);
-      drop_consumers_locked();
-    }
-  }
-
-  // The consume channel is gone: its deliveries are dead (the broker requeues
-  // them), so every token handed out so far becomes stale.
-  void drop_consumers_locked() {
-    ++generation_;
-    handed_out_.clear();
-    unacked_.clear();
-    consumer_tags_.clear();
-    for (auto& [queue, consumer] : consumers_) {
-      consumer.active = false;
-      consumer.starting = false;
-      consumer.tag.clear();
-      consumer.buffer.clear();
-      consumer.reserved = 0;
-    }
-  }
-
-  void fail_pending(const ErrorInfo& why) {
-    std::lock_guard lock(mutex_);
-    for (PendingConfirm& pending : pending_) fail_job_locked(*pending.job, pending.index, why);
-    pending_.clear();
-    job_done_.notify_all();
-  }
-
-  void fail_job_locked(PublishJob& job, std::size_t index, const ErrorInfo& why) {
-    if (job.done) return;
-    job.error = why;
-    job.failed_index = index;
-    job.done = true;
-  }
-
-  Result<void> connect() {
-    conn_ = amqp_new_connection();
-    if (conn_ == nullptr) return unexpected(Errc::internal, "amqp_new_connection failed");
-    amqp_socket_t* socket = options_.tls ? amqp_ssl_socket_new(conn_) : amqp_tcp_socket_new(conn_);
-    if (socket == nullptr) {
-      disconnect();
-      return unexpected(Errc::internal, "cannot create a rabbitmq-c socket");
-    }
-    if (options_.tls) {
-      if (!options_.ca_cert.empty()) {
-        const int status = amqp_ssl_socket_set_cacert(socket, options_.ca_cert.c_str());
-        if (status != AMQP_STATUS_OK) {
-          disconnect();
-          return unexpected(Errc::auth,
-                            "cannot load the CA certificate " + options_.ca_cert + ": " + status_text(status));
-        }
-      }
-      if (!options_.client_cert.empty()) {
-        const int status = amqp_ssl_socket_set_key(socket, options_.client_cert.c_str(), options_.client_key.c_str());
-        if (status != AMQP_STATUS_OK) {
-          disconnect();
-          return unexpected(Errc::auth, "cannot load the client certificate " + options_.client_cert + " / key " +
-                                            options_.client_key + ": " + status_text(status));
-        }
-      }
-      amqp_ssl_socket_set_verify_peer(socket, options_.verify_peer ? 1 : 0);
-      // rabbitmq-c matches the host against the certificate's DNS names
-      // only. For an IP address, OpenSSL checks the certificate's IP
-      // addresses while verifying the chain (whose result rabbitmq-c reads).
-      const bool by_address = options_.verify_peer && is_ip_literal(options_.host);
-      if (by_address) {
-        auto* context = static_cast<SSL_CTX*>(amqp_ssl_socket_get_context(socket));
-        if (context == nullptr ||
-            X509_VERIFY_PARAM_set1_ip_asc(SSL_CTX_get0_param(context), options_.host.c_str()) != 1) {
-          disconnect();
-          return unexpected(Errc::internal, "cannot ask OpenSSL to verify the broker's IP address " + options_.host);
-        }
-      }
-      amqp_ssl_socket_set_verify_hostname(socket, options_.verify_peer && !by_address ? 1 : 0);
-    }
-    timeval timeout = to_timeval(options_.connect_timeout);
-    amqp_set_handshake_timeout(conn_, &timeout);
-    amqp_set_rpc_timeout(conn_, &timeout);
-    int status = amqp_socket_open_noblock(socket, options_.host.c_str(), options_.port, &timeout);
-    if (status != AMQP_STATUS_OK) {
-      disconnect();
-      if (status == AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED) {
-        return unexpected(Errc::auth, "TLS handshake with " + endpoint() +
-                                          " failed: the broker's certificate does not name host '" + options_.host +
-                                          "' among its DNS names");
-      }
-      if (status <= AMQP_STATUS_SSL_ERROR && status > _AMQP_STATUS_SSL_NEXT_VALUE) {
-        return unexpected(
-            Errc::auth,
-            "TLS handshake with " + endpoint() + " failed: " + status_text(status) +
-                (options_.verify_peer
-                     ? " (is cacert=" + (options_.ca_cert.empty() ? std::string("<system>") : options_.ca_cert) +
-                           " the CA that signed the broker's certificate, and does the certificate name " +
-                           (is_ip_literal(options_.host) ? "IP address " : "host ") + options_.host + "?)"
-                     : std::string()));
-      }
-      return unexpected(status == AMQP_STATUS_TIMEOUT ? Errc::timeout : Errc::connection,
-                        "cannot connect to " + endpoint() + ": " + status_text(status));
-    }
-    const auto heartbeat = static_cast<int>(options_.heartbeat.count());
-    // connection_name: how operators (rabbitmqctl list_connections, the
-    // management UI) tell this connection apart.
-    amqp_table_entry_t name_entry{};
-    name_entry.key = bytes_of("connection_name");
-    name_entry.value.kind = AMQP_FIELD_KIND_UTF8;
-    name_entry.value.value.bytes = bytes_of(options_.connection_name);
-    amqp_table_t client_properties{1, &name_entry};
-    const amqp_rpc_reply_t login = amqp_login_with_properties(conn_, options_.vhost.c_str(), 0, AMQP_DEFAULT_FRAME_SIZE,
-                                                              heartbeat, &client_properties, AMQP_SASL_METHOD_PLAIN,
-                                                              options_.user.c_str(), options_.password.c_str());
-    if (login.reply_type != AMQP_RESPONSE_NORMAL) {
-      AmqpFailure failure = failure_of(login, "login");
-      disconnect();
-      const bool closed_by_broker = login.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION ||
-                                    login.library_error == AMQP_STATUS_CONNECTION_CLOSED ||
-                                    login.library_error == AMQP_STATUS_SOCKET_CLOSED;
-      if (closed_by_broker) {
-        return unexpected(Errc::auth, "RabbitMQ at " + endpoint() + " refused login as user '" + options_.user +
-                                          "' on vhost '" + options_.vhost + "': check the user, password and vhost (" +
-                                          failure.info.message() + ")");
-      }
-      return unexpected(failure.info.code(), "login to " + endpoint() + " failed: " + failure.info.message());
-    }
-    for (amqp_channel_t channel : {kPublishChannel, kConsumeChannel, kControlChannel}) {
-      amqp_channel_open(conn_, channel);
-      if (auto opened = check_rpc(channel, "channel.open"); !opened) {
-        disconnect();
-        return unexpected(opened.error());
-      }
-    }
-    if (options_.confirm) {
-      amqp_confirm_select(conn_, kPublishChannel);
-      if (auto selected = check_rpc(kPublishChannel, "confirm.select"); !selected) {
-        disconnect();
-        return unexpected(selected.error());
-      }
-    }
-    timeval rpc_timeout = to_timeval(options_.publish_timeout);
-    amqp_set_rpc_timeout(conn_, &rpc_timeout);
-    next_seq_ = 1;
-    declared_.clear();
-    lost_.reset();
-    std::lock_guard lock(mutex_);
-    connected_ = true;
-    return {};
-  }
-
-  void disconnect() {
-    if (conn_ == nullptr) return;
-    if (!lost_) {
-      // A clean goodbye; a broken connection is just destroyed.
-      amqp_channel_close(conn_, kPublishChannel, AMQP_REPLY_SUCCESS);
-      amqp_channel_close(conn_, kConsumeChannel, AMQP_REPLY_SUCCESS);
-      amqp_channel_close(conn_, kControlChannel, AMQP_REPLY_SUCCESS);
-      amqp_connection_close(conn_, AMQP_REPLY_SUCCESS);
-    }
-    amqp_destroy_connection(conn_);
-    conn_ = nullptr;
-  }
-
-  // The connection broke: everything on the wire is void.
-  void on_connection_lost(const ErrorInfo& why) {
-    lost_ = why;
-    disconnect();
-    std::lock_guard lock(mutex_);
-    connected_ = false;
-    last_error_ = why.message();
-    drop_consumers_locked();
-    // Unconfirmed messages go back to their jobs to be sent again.
-    for (PendingConfirm& pending : pending_) {
-      if (pending.job->done) continue;
-      pending.job->to_send.push_front(pending.index);
-      if (std::find(publish_queue_.begin(), publish_queue_.end(), pending.job) == publish_queue_.end()) {
-        publish_queue_.push_front(pending.job);
-      }
-    }
-    pending_.clear();
-    wake_all_receivers_locked();
-  }
-
-  void reconnect_with_backoff() {
-    std::mt19937_64 random(std::random_device{}());
-    milliseconds backoff = options_.reconnect_min;
-    while (true) {
-      // Exponential backoff with jitter: wait somewhere in [backoff/2, backoff].
-      std::uniform_int_distribution<std::int64_t> jitter(backoff.count() / 2,
-                                                         std::max<std::int64_t>(backoff.count(), 1));
-      const milliseconds pause(jitter(random));
-      {
-        std::unique_lock lock(mutex_);
-        expire_jobs_locked();
-        if (reconnect_wait_.wait_for(lock, pause, [&] { return closed_; })) return;
-      }
-      auto connected = connect();
-      if (connected) {
-        reconnects_.fetch_add(1);
-        return;
-      }
-      {
-        std::lock_guard lock(mutex_);
-        last_error_ = connected.error().message();
-      }
-      backoff = std::min(backoff * 2, options_.reconnect_max);
-    }
-  }
-
-  void expire_jobs_locked() {
-    const auto now = Clock::now();
-    bool any = false;
-    for (auto& job : publish_queue_) {
-      if (!job->done && now >= job->deadline) {
-        fail_job_locked(
-            *job, job->to_send.empty() ? 0 : job->to_send.front(),
-            ErrorInfo(Errc::timeout, "publish: not confirmed by " + endpoint() + " within " +
-                                         std::to_string(options_.publish_timeout.count()) +
-                                         " ms (last error: " + (last_error_.empty() ? "none" : last_error_) +
-                                         "; the message may or may not have been published)"));
-        any = true;
-      }
-    }
-    std::erase_if(publish_queue_, [](const auto& job) { return job->done; });
-    if (any) job_done_.notify_all();
-  }
-
-  void io_loop() {
-    while (true) {
-      if (conn_ == nullptr) {
-        {
-          std::lock_guard lock(mutex_);
-          if (closed_) break;
-        }
-        reconnect_with_backoff();
-        if (conn_ == nullptr) break;  // closed while reconnecting
-      }
-      const bool closing = turn();
-      if (lost_) {
-        on_connection_lost(*lost_);
-        continue;
-      }
-      if (closing) break;
-    }
-    // Closing: whatever was never sent fails.
-    std::lock_guard lock(mutex_);
-    for (auto& job : publish_queue_) {
-      fail_job_locked(*job, job->to_send.empty() ? 0 : job->to_send.front(),
-                      ErrorInfo(Errc::closed, "publish: the transport was closed before the message was sent"));
-    }
-    publish_queue_.clear();
-    for (PendingConfirm& pending : pending_) {
-      fail_job_locked(*pending.job, pending.index,
-                      ErrorInfo(Errc::closed, "publish: the transport was closed before the broker confirmed"));
-    }
-    pending_.clear();
-    for (auto& job : stats_jobs_) job->done = true;
-    stats_jobs_.clear();
-    connected_ = false;
-    job_done_.notify_all();
-  }
-
-  // One turn of the I/O loop. Returns true when the transport is closing and
-  // everything that can still be finished was.
-  bool turn() {
-    std::vector<Settle> settles;
-    std::vector<std::shared_ptr<StatsJob>> stats_jobs;
-    std::vector<std::string> to_start;
-    bool closing = false;
-    {
-      std::lock_guard lock(mutex_);
-      settles.swap(settles_);
-      stats_jobs.swap(stats_jobs_);
-      closing = closed_;
-      if (!closing) {
-        for (auto& [queue, consumer] : consumers_) {
-          if (!consumer.active && !consumer.starting && !consumer.start_error) {
-            consumer.starting = true;
-            to_start.push_back(queue);
-          }
-        }
-      }
-      expire_jobs_locked();
-    }
-    if (!send_settles(settles)) return false;
-    for (auto& job : stats_jobs) {
-      run_stats(*job);
-      if (lost_) return false;
-    }
-    if (!stats_jobs.empty()) job_done_.notify_all();
-    for (const std::string& queue : to_start) {
-      start_consumer(queue);
-      if (lost_) return false;
-    }
-    send_publishes();
-    if (lost_) return false;
-    const bool busy = read_frames();
-    if (lost_) return false;
-    if (closing) {
-      std::lock_guard lock(mutex_);
-      // Closing waits for confirms of what is on the wire, up to the deadline.
-      if (pending_.empty() || Clock::now() >= close_deadline_) return true;
-    }
-    if (!busy) sleep_until_readable();
-    return false;
-  }
-
-  // Sends the acks and nacks API threads asked for. The acks of this turn
-  // that cover the oldest unacknowledged deliveries of the channel go as one
-  // basic.ack with multiple=1 (one frame, and much less work for the
-  // broker); the others one by one.
-  bool send_settles(const std::vector<Settle>& settles) {
-    if (settles.empty()) return true;
-    const std::uint64_t generation = current_generation();
-    std::vector<std::uint64_t> acks;
-    acks.reserve(settles.size());
-    for (const Settle& settle : settles) {
-      if (settle.generation != generation) continue;  // its channel is gone: the broker requeued it
-      if (settle.ack) {
-        acks.push_back(settle.tag);
-        continue;
-      }
-      unacked_.erase(settle.tag);
-      if (const int status = amqp_basic_nack(conn_, kConsumeChannel, settle.tag, 0, 1); status != AMQP_STATUS_OK) {
-        lost_ = ErrorInfo(Errc::connection, "basic.nack: " + status_text(status));
-        return false;
-      }
-    }
-    std::sort(acks.begin(), acks.end());
-    auto send_ack = [&](std::uint64_t tag, bool multiple) {
-      if (const int status = amqp_basic_ack(conn_, kConsumeChannel, tag, multiple ? 1 : 0); status != AMQP_STATUS_OK) {
-        lost_ = ErrorInfo(Errc::connection, "basic.ack: " + status_text(status));
-        return false;
-      }
-      return true;
-    };
-    std::size_t covered = 0;
-    while (covered < acks.size() && !unacked_.empty() && *unacked_.begin() == acks[covered]) {
-      unacked_.erase(unacked_.begin());
-      ++covered;
-    }
-    if (covered > 0 && !send_ack(acks[covered - 1], covered > 1)) return false;
-    for (std::size_t i = covered; i < acks.size(); ++i) {
-      unacked_.erase(acks[i]);
-      if (!send_ack(acks[i], false)) return false;
-    }
-    return true;
-  }
-
-  std::uint64_t current_generation() {
-    std::lock_guard lock(mutex_);
-    return generation_;
-  }
-
-  Result<std::uint32_t> declare(const std::string& queue, milliseconds bucket = milliseconds(0)) {
-    amqp_table_t arguments = amqp_empty_table;
-    std::vector<amqp_table_entry_t> entries;
-    std::string target;
-    if (bucket.count() > 0) {
-      // A delay bucket: messages wait their TTL, then RabbitMQ dead-letters
-      // them through the default exchange back to the queue.
-      target = queue.substr(0, queue.rfind(".delay."));
-      amqp_table_entry_t ttl{};
-      ttl.key = bytes_of("x-message-ttl");
-      ttl.value.kind = AMQP_FIELD_KIND_I64;
-      ttl.value.value.i64 = bucket.count();
-      amqp_table_entry_t exchange{};
-      exchange.key = bytes_of("x-dead-letter-exchange");
-      exchange.value.kind = AMQP_FIELD_KIND_UTF8;
-      exchange.value.value.bytes = bytes_of("");
-      amqp_table_entry_t routing{};
-      routing.key = bytes_of("x-dead-letter-routing-key");
-      routing.value.kind = AMQP_FIELD_KIND_UTF8;
-      routing.value.value.bytes = bytes_of(target);
-      amqp_table_entry_t expires{};
-      expires.key = bytes_of("x-expires");
-      expires.value.kind = AMQP_FIELD_KIND_I64;
-      expires.value.value.i64 = (bucket * 2 + kBucketExpiryMargin).count();
-      entries = {ttl, exchange, routing, expires};
-    } else if (options_.queue_type == QueueType::quorum) {
-      amqp_table_entry_t type{};
-      type.key = bytes_of("x-queue-type");
-      type.value.kind = AMQP_FIELD_KIND_UTF8;
-      type.value.value.bytes = bytes_of("quorum");
-      entries = {type};
-    }
-    if (!entries.empty()) {
-      arguments.num_entries = static_cast<int>(entries.size());
-      arguments.entries = entries.data();
-    }
-    const amqp_queue_declare_ok_t* ok =
-        amqp_queue_declare(conn_, kControlChannel, bytes_of(queue), 0, 1, 0, 0, arguments);
-    if (auto checked = check_rpc(kControlChannel, "declare queue " + queue); !checked) {
-      return unexpected(checked.error());
-    }
-    declared_[queue] = Clock::now();
-    return ok->message_count;
-  }
-
-  Result<void> ensure_declared(const std::string& queue, milliseconds bucket = milliseconds(0)) {
-    auto it = declared_.find(queue);
-    if (it != declared_.end() && (bucket.count() == 0 || Clock::now() - it->second < kBucketRedeclare)) return {};
-    auto declared = declare(queue, bucket);
-    if (!declared) return unexpected(declared.error());
-    return {};
-  }
-
-  void run_stats(StatsJob& job) {
-    auto ready = declare(job.queue);
-    std::int64_t delayed = 0;
-    if (ready) {
-      for (const auto& [bucket_queue, bucket] : job.buckets) {
-        auto count = declare(bucket_queue, bucket);
-        if (count) delayed += *count;
-        if (lost_) break;
-      }
-    }
-    std::lock_guard lock(mutex_);
-    if (ready) {
-      job.ready = *ready;
-      job.delayed = delayed;
-    } else {
-      job.error = ready.error();
-    }
-    job.done = true;
-  }
-
-  void start_consumer(const std::string& queue) {
-    std::uint16_t prefetch = 1;
-    {
-      std::lock_guard lock(mutex_);
-      prefetch = consumers_[queue].prefetch;
-    }
-    auto fail = [&](const ErrorInfo& error) {
-      std::lock_guard lock(mutex_);
-      Consumer& consumer = consumers_[queue];
-      consumer.starting = false;
-      consumer.start_error = error;
-      wake_all_receivers_locked();
-    };
-    if (auto declared = declare(queue); !declared) return fail(declared.error());
-    amqp_basic_qos(conn_, kConsumeChannel, 0, prefetch, 0);
-    if (auto checked = check_rpc(kConsumeChannel, "basic.qos on " + queue); !checked) return fail(checked.error());
-    const amqp_basic_consume_ok_t* ok =
-        amqp_basic_consume(conn_, kConsumeChannel, bytes_of(queue), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
-    if (auto checked = check_rpc(kConsumeChannel, "basic.consume on " + queue); !checked) {
-      return fail(checked.error());
-    }
-    std::lock_guard lock(mutex_);
-    Consumer& consumer = consumers_[queue];
-    consumer.starting = false;
-    consumer.active = true;
-    consumer.tag = std::string(view(ok->consumer_tag));
-    consumer_tags_[consumer.tag] = queue;
-  }
-
-  void send_publishes() {
-    while (true) {
-      std::shared_ptr<PublishJob> job;
-      std::size_t index = 0;
-      {
-        std::lock_guard lock(mutex_);
-        if (options_.confirm && pending_.size() >= options_.max_in_flight) return;
-        while (!publish_queue_.empty() && (publish_queue_.front()->done || publish_queue_.front()->to_send.empty())) {
-          publish_queue_.pop_front();
-        }
-        if (publish_queue_.empty()) return;
-        job = publish_queue_.front();
-        index = job->to_send.front();
-        job->to_send.pop_front();
-      }
-      const PublishJob::Item& item = job->items[index];
-      auto declared = ensure_declared(item.queue);
-      if (declared && item.bucket.count() > 0) declared = ensure_declared(item.routing_key, item.bucket);
-      if (!declared) {
-        if (lost_) {
-          std::lock_guard lock(mutex_);
-          job->to_send.push_front(index);
-          return;
-        }
-        std::lock_guard lock(mutex_);
-        fail_job_locked(*job, index, declared.error());
-        job_done_.notify_all();
-        continue;
-      }
-      std::vector<amqp_table_entry_t> entries;
-      const amqp_basic_properties_t props = rabbitmq::detail::properties(item.projection, entries);
-      const int status = amqp_basic_publish(conn_, kPublishChannel, amqp_empty_bytes, bytes_of(item.routing_key), 1, 0,
-                                            &props, bytes_of(item.body));
-      std::lock_guard lock(mutex_);
-      if (status != AMQP_STATUS_OK) {
-        job->to_send.push_front(index);
-        lost_ = ErrorInfo(Errc::connection, "publish to " + item.queue + ": " + status_text(status));
-        return;
-      }
-      if (options_.confirm) {
-        pending_.push_back(PendingConfirm{next_seq_++, job, index});
-      } else if (++job->confirmed == job->items.size()) {
-        job->done = true;
-        job_done_.notify_all();
-      }
-    }
-  }
-
-  void on_confirm(std::uint64_t tag, bool multiple, bool ack) {
-    std::lock_guard lock(mutex_);
-    auto settle = [&](PendingConfirm& pending) {
-      PublishJob& job = *pending.job;
-      if (job.done) return;
-      if (pending.returned) {
-        fail_job_locked(job, pending.index, ErrorInfo(Errc::not_found, pending.return_text));
-        declared_.erase(job.items[pending.index].routing_key);
-      } else if (!ack) {
-        fail_job_locked(job, pending.index,
-                        ErrorInfo(Errc::broker, "publish to " + job.items[pending.index].queue +
-                                                    ": the broker refused the message (basic.nack)"));
-      } else if (++job.confirmed == job.items.size()) {
-        job.done = true;
-      }
-    };
-    if (multiple) {
-      while (!pending_.empty() && pending_.front().seq <= tag) {
-        settle(pending_.front());
-        pending_.pop_front();
-      }
-    } else {
-      // Confirms of messages routed to different queues may come out of order.
-      auto it = std::lower_bound(pending_.begin(), pending_.end(), tag,
-                                 [](const PendingConfirm& pending, std::uint64_t seq) { return pending.seq < seq; });
-      if (it != pending_.end() && it->seq == tag) {
-        settle(*it);
-        pending_.erase(it);
-      }
-    }
-    job_done_.notify_all();
-  }
-
-  // A basic.return comes right before the confirm of the same message: it is
-  // the oldest unconfirmed one with that routing key and body.
-  void on_return(const amqp_basic_return_t& returned, const amqp_message_t& message) {
-    const std::string_view routing_key = view(returned.routing_key);
-    const std::string_view body = view(message.body);
-    std::lock_guard lock(mutex_);
-    for (PendingConfirm& pending : pending_) {
-      const PublishJob::Item& item = pending.job->items[pending.index];
-      if (!pending.returned && item.routing_key == routing_key && item.body == body) {
-        pending.returned = true;
-        pending.return_text = "publish to " + item.queue + ": unroutable, the broker returned it (" +
-                              std::to_string(returned.reply_code) + " " + std::string(view(returned.reply_text)) +
-                              "): the queue does not exist (deleted after it was declared?)";
-        return;
-      }
-    }
-  }
-
-  void on_deliver(const amqp_basic_deliver_t& deliver, amqp_message_t& message) {
-    Delivery delivery;
-    delivery.body.assign(static_cast<const char*>(message.body.bytes), message.body.len);
-    const amqp_basic_properties_t& props = message.properties;
-    std::optional<std::int64_t> delivery_count;
-    if ((props._flags & AMQP_BASIC_HEADERS_FLAG) != 0) {
-      for (int i = 0; i < props.headers.num_entries; ++i) {
-        const amqp_table_entry_t& entry = props.headers.entries[i];
-        const std::string_view name = view(entry.key);
-        if (name == rabbitmq::detail::kDeliveryCountHeader) {
-          delivery_count = rabbitmq::detail::field_integer(entry.value);
-        }
-        if (name.empty() || rabbitmq::detail::is_reserved_header(name)) continue;
-        if (auto text = rabbitmq::detail::field_text(entry.value); text && !text->empty()) {
-          delivery.headers.emplace(std::string(name), std::move(*text));
-        }
-      }
-    }
-    if (options_.queue_type == QueueType::quorum) delivery.native_attempts = delivery_count.value_or(0);
-    delivery.token.id = deliver.delivery_tag;
-    // consumer_tags_ and generation_ change on this thread only: no lock to read them.
-    auto tag = consumer_tags_.find(std::string(view(deliver.consumer_tag)));
-    if (tag == consumer_tags_.end()) {
-      // A cancelled consumer's leftover: hand it back at once.
-      stray_tags_.push_back(deliver.delivery_tag);
-      return;
-    }
-    unacked_.insert(deliver.delivery_tag);
-    delivery.queue = tag->second;
-    delivery.token.text = std::to_string(generation_);
-    incoming_.push_back(std::move(delivery));
-  }
-
-  // Reads what the broker sent. Returns true when frames were handled (the
-  // loop should come round again at once).
-  bool read_frames() {
-    bool handled = false;
-    const timeval zero{};
-    for (int i = 0; i < kFramesPerTurn; ++i) {
-      amqp_frame_t frame;
-      timeval poll_now = zero;
-      const int status = amqp_simple_wait_frame_noblock(conn_, &frame, &poll_now);
-      if (status == AMQP_STATUS_TIMEOUT) break;
-      if (status != AMQP_STATUS_OK) {
-        lost_ = ErrorInfo(Errc::connection, "connection to " + endpoint() + " lost: " + status_text(status));
-        break;
-      }
-      handled = true;
-      if (frame.frame_type != AMQP_FRAME_METHOD) continue;  // stray content of a skipped message
-      handle_method(frame);
-      if (lost_) break;
-    }
-    for (const std::uint64_t tag : stray_tags_) {
-      if (lost_) break;
-      if (const int status = amqp_basic_nack(conn_, kConsumeChannel, tag, 0, 1); status != AMQP_STATUS_OK) {
-        lost_ = ErrorInfo(Errc::connection, "basic.nack: " + status_text(status));
-      }
-    }
-    stray_tags_.clear();
-    if (amqp_release_buffers_ok(conn_)) amqp_release_buffers(conn_);
-    if (!incoming_.empty()) {
-      // One lock per batch of deliveries, not one per delivery.
-      std::vector<std::pair<std::condition_variable*, int>> wake;  // per queue: how many receivers to wake
-      {
-        std::lock_guard lock(mutex_);
-        Consumer* last = nullptr;
-        for (Delivery& delivery : incoming_) {
-          Consumer& consumer = consumers_[delivery.queue];
-          consumer.buffer.push_back(std::move(delivery));
-          if (&consumer != last) {
-            wake.emplace_back(consumer.ready.get(), 0);
-            last = &consumer;
-          }
-          if (wake.back().second < consumer.waiting) ++wake.back().second;
-        }
-      }
-      incoming_.clear();
-      for (auto [ready, count] : wake) {
-        for (int i = 0; i < count; ++i) ready->notify_one();
-      }
-    }
-    return handled;
-  }
-
-  void handle_method(const amqp_frame_t& frame) {
-    const amqp_channel_t channel = frame.channel;
-    switch (frame.payload.method.id) {
-      case AMQP_BASIC_DELIVER_METHOD: {
-        const amqp_basic_deliver_t deliver = *static_cast<const amqp_basic_deliver_t*>(frame.payload.method.decoded);
-        amqp_message_t message;
-        const amqp_rpc_reply_t read = amqp_read_message(conn_, channel, &message, 0);
-        if (read.reply_type != AMQP_RESPONSE_NORMAL) {
-          lost_ = failure_of(read, "reading a delivery").info;
-          return;
-        }
-        on_deliver(deliver, message);
-        amqp_destroy_message(&message);
-        return;
-      }
-      case AMQP_BASIC_ACK_METHOD: {
-        const auto* ack = static_cast<const amqp_basic_ack_t*>(frame.payload.method.decoded);
-        on_confirm(ack->delivery_tag, ack->multiple != 0, true);
-        return;
-      }
-      case AMQP_BASIC_NACK_METHOD: {
-        const auto* nack = static_cast<const amqp_basic_nack_t*>(frame.payload.method.decoded);
-        on_confirm(nack->delivery_tag, nack->multiple != 0, false);
-        return;
-      }
-      case AMQP_BASIC_RETURN_METHOD: {
-        const amqp_basic_return_t returned = *static_cast<const amqp_basic_return_t*>(frame.payload.method.decoded);
-        amqp_message_t message;
-        const amqp_rpc_reply_t read = amqp_read_message(conn_, channel, &message, 0);
-        if (read.reply_type != AMQP_RESPONSE_NORMAL) {
-          lost_ = failure_of(read, "reading a returned message").info;
-          return;
-        }
-        on_return(returned, message);
-        amqp_destroy_message(&message);
-        return;
-      }
-      case AMQP_BASIC_CANCEL_METHOD: {
-        // The broker cancelled a consumer (its queue was deleted): forget it,
-        // so the next receive() declares the queue and consumes again.
-        const auto* cancel = static_cast<const amqp_basic_cancel_t*>(frame.payload.method.decoded);
-        std::lock_guard lock(mutex_);
-        auto tag = consumer_tags_.find(std::string(view(cancel->consumer_tag)));
-        if (tag != consumer_tags_.end()) {
-          Consumer& consumer = consumers_[tag->second];
-          consumer.active = false;
-          // Its queue is gone, and with it the messages it had delivered.
-          for (const Delivery& delivery : consumer.buffer) unacked_.erase(delivery.token.id);
-          consumer.buffer.clear();
-          declared_.erase(tag->second);
-          consumer_tags_.erase(tag);
-        }
-        return;
-      }
-      case AMQP_CHANNEL_CLOSE_METHOD: {
-        const auto* close = static_cast<const amqp_channel_close_t*>(frame.payload.method.decoded);
-        const ErrorInfo why(Errc::broker, "broker closed channel " + std::to_string(channel) + ": " +
-                                              std::to_string(close->reply_code) + " " +
-                                              std::string(view(close->reply_text)));
-        amqp_channel_close_ok_t ok{};
-        amqp_send_method(conn_, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
-        on_channel_closed(channel, why);
-        if (!reopen_channel(channel)) lost_ = why;
-        return;
-      }
-      case AMQP_CONNECTION_CLOSE_METHOD: {
-        const auto* close = static_cast<const amqp_connection_close_t*>(frame.payload.method.decoded);
-        amqp_connection_close_ok_t ok{};
-        amqp_send_method(conn_, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
-        lost_ = ErrorInfo(Errc::connection, "broker closed the connection: " + std::to_string(close->reply_code) + " " +
-                                                std::string(view(close->reply_text)));
-        return;
-      }
-      default: return;
-    }
-  }
-
-  // Waits for the broker's bytes or a request from an API thread, at most a
-  // quarter heartbeat so heartbeats keep flowing on an idle connection.
-  void sleep_until_readable() {
-    {
-      std::lock_guard lock(mutex_);
-      const bool work = !settles_.empty() || !stats_jobs_.empty() || closed_ ||
-                        (!publish_queue_.empty() && (!options_.confirm || pending_.size() < options_.max_in_flight)) ||
-                        std::any_of(consumers_.begin(), consumers_.end(), [](const auto& entry) {
-                          return !entry.second.active && !entry.second.starting && !entry.second.start_error;
-                        });
-      if (work) return;
-      io_sleeping_ = true;
-    }
-    if (amqp_frames_enqueued(conn_) == 0 && amqp_data_in_buffer(conn_) == 0) {
-      pollfd fds[2];
-      fds[0] = pollfd{amqp_get_sockfd(conn_), POLLIN, 0};
-      fds[1] = pollfd{wake_fd_, POLLIN, 0};
-      milliseconds timeout(200);
-      if (options_.heartbeat.count() > 0) {
-        timeout = std::min(timeout, std::chrono::duration_cast<milliseconds>(options_.heartbeat) / 4);
-      }
-      ::poll(fds, 2, static_cast<int>(timeout.count()));
-      if ((fds[1].revents & POLLIN) != 0) drain_wake_fd();
-    }
-    std::lock_guard lock(mutex_);
-    io_sleeping_ = false;
-  }
-
   const Options options_;
-  amqp_connection_state_t conn_ = nullptr;                          // I/O thread only (and start/stop)
-  std::optional<ErrorInfo> lost_;                                   // I/O thread only: the connection broke
-  std::map<std::string, Clock::time_point, std::less<>> declared_;  // I/O thread only
-  std::uint64_t next_seq_ = 1;                                      // I/O thread only
-  std::set<std::uint64_t> unacked_;        // I/O thread only: consume-channel delivery tags not yet settled
-  std::vector<std::uint64_t> stray_tags_;  // I/O thread only: deliveries of no consumer, to nack
-  std::vector<Delivery> incoming_;         // I/O thread only: read this turn, not yet buffered
-  int wake_fd_ = -1;
+  const std::string endpoint_;  // for error messages
+  rabbitmq::detail::SharedState shared_;
+  // The I/O thread's: start() and stop() use it only while that thread does not run.
+  rabbitmq::detail::IoLoop io_;
   std::thread io_thread_;
-  std::atomic<std::uint64_t> reconnects_{0};
-
   std::mutex stop_mutex_;  // serialises stop()
-  std::mutex mutex_;
-  std::condition_variable job_done_;        // a publish or stats job finished
-  std::condition_variable reconnect_wait_;  // closed while backing off
-  bool closed_ = false;
-  bool connected_ = false;
-  bool io_sleeping_ = false;
-  Clock::time_point close_deadline_;
-  std::string last_error_;
-  std::deque<std::shared_ptr<PublishJob>> publish_queue_;
-  std::deque<PendingConfirm> pending_;
-  std::vector<Settle> settles_;
-  std::vector<std::shared_ptr<StatsJob>> stats_jobs_;
-  std::map<std::string, Consumer, std::less<>> consumers_;
-  std::map<std::string, std::string, std::less<>> consumer_tags_;  // consumer tag -> queue
-  std::unordered_set<std::uint64_t> handed_out_;                   // delivery tags of generation_
-  std::uint64_t generation_ = 1;
-  std::map<std::string, std::set<milliseconds>, std::less<>> known_buckets_;
+  bool stopped_ = false;   // under stop_mutex_
 };
 
 // ---- RabbitmqTransport ----------------------------------------------------
@@ -1374,26 +380,6 @@ void RabbitmqTransport::close(std::chrono::milliseconds deadline) { state_->stop
 std::uint64_t RabbitmqTransport::reconnects() const noexcept { return state_->reconnects(); }
 
 namespace rabbitmq {
-
-std::chrono::milliseconds delay_bucket(std::chrono::milliseconds delay) {
-  // Round up to two significant digits: 1234 ms -> 1300 ms, 45678 -> 46000.
-  std::int64_t value = std::max<std::int64_t>(delay.count(), 1);
-  std::int64_t scale = 1;
-  while (value >= 100) {
-    value = (value + 9) / 10;
-    scale *= 10;
-  }
-  return std::min(std::chrono::milliseconds(value * scale), kMaxDelay);
-}
-
-std::uint16_t auto_prefetch(std::size_t first_receive_max) {
-  return static_cast<std::uint16_t>(
-      std::clamp<std::size_t>(kAutoPrefetchFactor * first_receive_max, kMinAutoPrefetch, 65535));
-}
-
-std::string delay_bucket_queue(std::string_view queue, std::chrono::milliseconds delay) {
-  return std::string(queue) + ".delay." + std::to_string(delay_bucket(delay).count());
-}
 
 void register_transport() {
   const TransportFactory factory = url_factory<RabbitmqTransport>();

@@ -1,0 +1,249 @@
+#include "connection.hpp"
+
+#include "amqp_projection.hpp"
+
+#include <amqp_ssl_socket.h>
+#include <amqp_tcp_socket.h>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+
+namespace babelqueue::rabbitmq::detail {
+namespace {
+
+using std::chrono::milliseconds;
+
+bool is_ip_literal(const std::string& host) {
+  in6_addr address{};
+  return inet_pton(AF_INET, host.c_str(), &address) == 1 || inet_pton(AF_INET6, host.c_str(), &address) == 1;
+}
+
+}  // namespace
+
+std::string endpoint_of(const RabbitmqTransport::Options& options) {
+  return (options.tls ? "amqps://" : "amqp://") + options.host + ":" + std::to_string(options.port);
+}
+
+std::string status_text(int status) { return amqp_error_string2(status); }
+
+timeval to_timeval(milliseconds d) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(d.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((d.count() % 1000) * 1000);
+  return tv;
+}
+
+AmqpFailure failure_of(const amqp_rpc_reply_t& reply, const std::string& what) {
+  switch (reply.reply_type) {
+    case AMQP_RESPONSE_SERVER_EXCEPTION:
+      if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
+        return AmqpFailure{ErrorInfo(close->reply_code == 404 ? Errc::not_found : Errc::broker,
+                                     what + ": broker closed the channel: " + std::to_string(close->reply_code) + " " +
+                                         std::string(view(close->reply_text))),
+                           0xFFFF};
+      }
+      if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+        const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
+        const Errc code = close->reply_code == 403 || close->reply_code == 530 ? Errc::auth : Errc::connection;
+        return AmqpFailure{
+            ErrorInfo(code, what + ": broker closed the connection: " + std::to_string(close->reply_code) + " " +
+                                std::string(view(close->reply_text))),
+            0};
+      }
+      return AmqpFailure{ErrorInfo(Errc::broker, what + ": unexpected broker reply"), 0};
+    case AMQP_RESPONSE_LIBRARY_EXCEPTION:
+      return AmqpFailure{ErrorInfo(reply.library_error == AMQP_STATUS_TIMEOUT ? Errc::timeout : Errc::connection,
+                                   what + ": " + status_text(reply.library_error)),
+                         0};
+    default: return AmqpFailure{ErrorInfo(Errc::connection, what + ": no reply"), 0};
+  }
+}
+
+// ---- ReconnectBackoff -----------------------------------------------------
+
+ReconnectBackoff::ReconnectBackoff(milliseconds min, milliseconds max) : backoff_(min), max_(max) {}
+
+milliseconds ReconnectBackoff::pause(std::mt19937_64& random) const {
+  std::uniform_int_distribution<std::int64_t> jitter(backoff_.count() / 2, std::max<std::int64_t>(backoff_.count(), 1));
+  return milliseconds(jitter(random));
+}
+
+void ReconnectBackoff::failed() { backoff_ = std::min(backoff_ * 2, max_); }
+
+// ---- Connection -----------------------------------------------------------
+
+Connection::Connection(const RabbitmqTransport::Options& options, ChannelClosed on_channel_closed)
+    : options_(options), on_channel_closed_(std::move(on_channel_closed)) {}
+
+Connection::~Connection() { close(); }
+
+Result<void> Connection::open() {
+  const std::string endpoint = endpoint_of(options_);
+  conn_ = amqp_new_connection();
+  if (conn_ == nullptr) return unexpected(Errc::internal, "amqp_new_connection failed");
+  amqp_socket_t* socket = options_.tls ? amqp_ssl_socket_new(conn_) : amqp_tcp_socket_new(conn_);
+  if (socket == nullptr) {
+    close();
+    return unexpected(Errc::internal, "cannot create a rabbitmq-c socket");
+  }
+  if (options_.tls) {
+    if (!options_.ca_cert.empty()) {
+      const int status = amqp_ssl_socket_set_cacert(socket, options_.ca_cert.c_str());
+      if (status != AMQP_STATUS_OK) {
+        close();
+        return unexpected(Errc::auth,
+                          "cannot load the CA certificate " + options_.ca_cert + ": " + status_text(status));
+      }
+    }
+    if (!options_.client_cert.empty()) {
+      const int status = amqp_ssl_socket_set_key(socket, options_.client_cert.c_str(), options_.client_key.c_str());
+      if (status != AMQP_STATUS_OK) {
+        close();
+        return unexpected(Errc::auth, "cannot load the client certificate " + options_.client_cert + " / key " +
+                                          options_.client_key + ": " + status_text(status));
+      }
+    }
+    amqp_ssl_socket_set_verify_peer(socket, options_.verify_peer ? 1 : 0);
+    // rabbitmq-c matches the host against the certificate's DNS names
+    // only. For an IP address, OpenSSL checks the certificate's IP
+    // addresses while verifying the chain (whose result rabbitmq-c reads).
+    const bool by_address = options_.verify_peer && is_ip_literal(options_.host);
+    if (by_address) {
+      auto* context = static_cast<SSL_CTX*>(amqp_ssl_socket_get_context(socket));
+      if (context == nullptr ||
+          X509_VERIFY_PARAM_set1_ip_asc(SSL_CTX_get0_param(context), options_.host.c_str()) != 1) {
+        close();
+        return unexpected(Errc::internal, "cannot ask OpenSSL to verify the broker's IP address " + options_.host);
+      }
+    }
+    amqp_ssl_socket_set_verify_hostname(socket, options_.verify_peer && !by_address ? 1 : 0);
+  }
+  timeval timeout = to_timeval(options_.connect_timeout);
+  amqp_set_handshake_timeout(conn_, &timeout);
+  amqp_set_rpc_timeout(conn_, &timeout);
+  int status = amqp_socket_open_noblock(socket, options_.host.c_str(), options_.port, &timeout);
+  if (status != AMQP_STATUS_OK) {
+    close();
+    if (status == AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED) {
+      return unexpected(Errc::auth, "TLS handshake with " + endpoint +
+                                        " failed: the broker's certificate does not name host '" + options_.host +
+                                        "' among its DNS names");
+    }
+    if (status <= AMQP_STATUS_SSL_ERROR && status > _AMQP_STATUS_SSL_NEXT_VALUE) {
+      return unexpected(
+          Errc::auth,
+          "TLS handshake with " + endpoint + " failed: " + status_text(status) +
+              (options_.verify_peer
+                   ? " (is cacert=" + (options_.ca_cert.empty() ? std::string("<system>") : options_.ca_cert) +
+                         " the CA that signed the broker's certificate, and does the certificate name " +
+                         (is_ip_literal(options_.host) ? "IP address " : "host ") + options_.host + "?)"
+                   : std::string()));
+    }
+    return unexpected(status == AMQP_STATUS_TIMEOUT ? Errc::timeout : Errc::connection,
+                      "cannot connect to " + endpoint + ": " + status_text(status));
+  }
+  const auto heartbeat = static_cast<int>(options_.heartbeat.count());
+  // connection_name: how operators (rabbitmqctl list_connections, the
+  // management UI) tell this connection apart.
+  amqp_table_entry_t name_entry{};
+  name_entry.key = bytes_of("connection_name");
+  name_entry.value.kind = AMQP_FIELD_KIND_UTF8;
+  name_entry.value.value.bytes = bytes_of(options_.connection_name);
+  amqp_table_t client_properties{1, &name_entry};
+  const amqp_rpc_reply_t login = amqp_login_with_properties(conn_, options_.vhost.c_str(), 0, AMQP_DEFAULT_FRAME_SIZE,
+                                                            heartbeat, &client_properties, AMQP_SASL_METHOD_PLAIN,
+                                                            options_.user.c_str(), options_.password.c_str());
+  if (login.reply_type != AMQP_RESPONSE_NORMAL) {
+    AmqpFailure failure = failure_of(login, "login");
+    close();
+    const bool closed_by_broker = login.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION ||
+                                  login.library_error == AMQP_STATUS_CONNECTION_CLOSED ||
+                                  login.library_error == AMQP_STATUS_SOCKET_CLOSED;
+    if (closed_by_broker) {
+      return unexpected(Errc::auth, "RabbitMQ at " + endpoint + " refused login as user '" + options_.user +
+                                        "' on vhost '" + options_.vhost + "': check the user, password and vhost (" +
+                                        failure.info.message() + ")");
+    }
+    return unexpected(failure.info.code(), "login to " + endpoint + " failed: " + failure.info.message());
+  }
+  for (amqp_channel_t channel : {kPublishChannel, kConsumeChannel, kControlChannel}) {
+    amqp_channel_open(conn_, channel);
+    if (auto opened = check_rpc(channel, "channel.open"); !opened) {
+      close();
+      return unexpected(opened.error());
+    }
+  }
+  if (options_.confirm) {
+    amqp_confirm_select(conn_, kPublishChannel);
+    if (auto selected = check_rpc(kPublishChannel, "confirm.select"); !selected) {
+      close();
+      return unexpected(selected.error());
+    }
+  }
+  set_rpc_timeout(options_.publish_timeout);
+  lost_.reset();
+  return {};
+}
+
+void Connection::close() {
+  if (conn_ == nullptr) return;
+  if (!lost_) {
+    // A clean goodbye; a broken connection is just destroyed.
+    amqp_channel_close(conn_, kPublishChannel, AMQP_REPLY_SUCCESS);
+    amqp_channel_close(conn_, kConsumeChannel, AMQP_REPLY_SUCCESS);
+    amqp_channel_close(conn_, kControlChannel, AMQP_REPLY_SUCCESS);
+    amqp_connection_close(conn_, AMQP_REPLY_SUCCESS);
+  }
+  amqp_destroy_connection(conn_);
+  conn_ = nullptr;
+}
+
+Result<void> Connection::check_rpc(amqp_channel_t channel, const std::string& what) {
+  const amqp_rpc_reply_t reply = amqp_get_rpc_reply(conn_);
+  if (reply.reply_type == AMQP_RESPONSE_NORMAL) return {};
+  const AmqpFailure failure = failure_of(reply, what);
+  if (failure.channel != 0) {
+    on_channel_close(channel, failure.info);
+  } else {
+    if (reply.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION) {
+      amqp_connection_close_ok_t ok{};
+      amqp_send_method(conn_, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+    }
+    lost_ = failure.info;
+  }
+  return unexpected(failure.info);
+}
+
+void Connection::on_channel_close(amqp_channel_t channel, const ErrorInfo& why) {
+  amqp_channel_close_ok_t ok{};
+  amqp_send_method(conn_, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
+  on_channel_closed_(channel, why);
+  if (!reopen_channel(channel)) lost_ = why;
+}
+
+void Connection::on_connection_close(const ErrorInfo& why) {
+  amqp_connection_close_ok_t ok{};
+  amqp_send_method(conn_, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+  lost_ = why;
+}
+
+void Connection::set_rpc_timeout(milliseconds timeout) {
+  timeval tv = to_timeval(timeout);
+  amqp_set_rpc_timeout(conn_, &tv);
+}
+
+bool Connection::reopen_channel(amqp_channel_t channel) {
+  amqp_channel_open(conn_, channel);
+  if (amqp_get_rpc_reply(conn_).reply_type != AMQP_RESPONSE_NORMAL) return false;
+  if (channel == kPublishChannel && options_.confirm) {
+    amqp_confirm_select(conn_, channel);
+    if (amqp_get_rpc_reply(conn_).reply_type != AMQP_RESPONSE_NORMAL) return false;
+  }
+  return true;
+}
+
+}  // namespace babelqueue::rabbitmq::detail
