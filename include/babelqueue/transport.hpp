@@ -66,8 +66,8 @@ struct PublishOptions {
   // The body's contract fields (binding.hpp) when the caller already knows
   // them (the Worker, which built or decoded the envelope), so the transport
   // projects them without reading the body again; null = the transport reads
-  // them itself. Non-owning: valid during the publish call only, and not
-  // carried by a batch.
+  // them itself. Non-owning: it must stay valid for the publish (or
+  // publish_batch) call, and describe exactly this message's body.
   const binding::ContractFields* contract = nullptr;
 };
 

@@ -18,7 +18,7 @@ Result<std::vector<PublishItem>> publish_items(std::span<const OutgoingMessage> 
     if (message.options.delay.count() < 0 || message.options.delay > kMaxDelay) {
       return unexpected(Errc::invalid_argument, "publish to " + message.queue + ": delay out of range");
     }
-    auto projection = project(message.body, message.options.headers);
+    auto projection = project(message.body, message.options.headers, message.options.contract);
     if (!projection) return unexpected(projection.error());
     Route route = route_of(message.queue, message.options.delay);
     PublishItem item;
