@@ -6,7 +6,18 @@ include(CMakePackageConfigHelpers)
 set(BQ_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/BabelQueue")
 get_property(BQ_COMPONENTS GLOBAL PROPERTY BABELQUEUE_COMPONENTS)
 
-install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/babelqueue" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+# Headers go with the library they belong to: core's (the top level of
+# include/babelqueue, detail/ and memory/) always, a transport's folder only
+# when that transport was built.
+set(BQ_HEADER_DIR "${PROJECT_SOURCE_DIR}/include/babelqueue")
+file(GLOB BQ_CORE_HEADERS "${BQ_HEADER_DIR}/*.hpp")
+install(FILES ${BQ_CORE_HEADERS} DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/babelqueue")
+install(DIRECTORY "${BQ_HEADER_DIR}/detail" "${BQ_HEADER_DIR}/memory" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/babelqueue")
+foreach(component IN LISTS BQ_COMPONENTS)
+  if(IS_DIRECTORY "${BQ_HEADER_DIR}/${component}")
+    install(DIRECTORY "${BQ_HEADER_DIR}/${component}" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/babelqueue")
+  endif()
+endforeach()
 install(FILES "${PROJECT_BINARY_DIR}/generated/include/babelqueue/version.hpp"
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/babelqueue")
 

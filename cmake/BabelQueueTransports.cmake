@@ -15,7 +15,7 @@
 #   - src/<name>/CMakeLists.txt defines babelqueue::<name> (bq_add_library) and
 #     makes it a component of the package (bq_install_component);
 #   - its public header declares babelqueue::<name>::register_transport(); the
-#     header is babelqueue/<name>_transport.hpp unless the library's target
+#     header is babelqueue/<name>/transport.hpp unless the library's target
 #     property BABELQUEUE_REGISTER_HEADER names another (bq_transport_header);
 #   - its conformance section, if it has one, is the internal target
 #     babelqueue_<name>_conformance, whose include directories hold
@@ -100,7 +100,7 @@ endfunction()
 function(bq_transport_header name out)
   get_target_property(header babelqueue_${name} BABELQUEUE_REGISTER_HEADER)
   if(NOT header)
-    set(header "babelqueue/${name}_transport.hpp")
+    set(header "babelqueue/${name}/transport.hpp")
   endif()
   set(${out} "${header}" PARENT_SCOPE)
 endfunction()

@@ -15,7 +15,7 @@
 #include "order_created.hpp"
 
 #include <babelqueue/envelope.hpp>
-#include <babelqueue/sqlite_transport.hpp>
+#include <babelqueue/sqlite/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url.hpp>
 

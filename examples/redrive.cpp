@@ -18,7 +18,7 @@
 #include "order_created.hpp"
 
 #include <babelqueue/redrive.hpp>
-#include <babelqueue/sqlite_transport.hpp>
+#include <babelqueue/sqlite/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url.hpp>
 

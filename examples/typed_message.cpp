@@ -5,12 +5,12 @@
 // Shows what every message on the wire looks like (the canonical envelope
 // bytes all SDKs of the family agree on), how a struct becomes one
 // (Envelope::make) and comes back (Envelope::decode + data_as<T>), and a round
-// trip through the in-process MemoryTransport. Exits 1 if any step does not
+// trip through the in-process memory::Transport. Exits 1 if any step does not
 // give back what went in, so it doubles as a test.
 #include "order_created.hpp"
 
 #include <babelqueue/envelope.hpp>
-#include <babelqueue/memory_transport.hpp>
+#include <babelqueue/memory/transport.hpp>
 
 #include <cstdio>
 #include <string>
@@ -83,7 +83,7 @@ int main() {
   check(foreign.data_as<shop::OrderCreated>() == order, "a foreign spelling reads as the same order");
 
   // 5. Through a transport: publish the bytes, receive them, settle them.
-  bq::MemoryTransport transport;
+  bq::memory::Transport transport;
   transport.publish("orders", envelope.body()).value();
   auto deliveries = transport.receive("orders", 10, 100ms).value();
   check(deliveries.size() == 1, "receive() reserved the message");

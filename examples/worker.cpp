@@ -17,7 +17,7 @@
 #include "order_created.hpp"
 
 #include <babelqueue/message.hpp>
-#include <babelqueue/sqlite_transport.hpp>
+#include <babelqueue/sqlite/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url.hpp>
 #include <babelqueue/worker.hpp>

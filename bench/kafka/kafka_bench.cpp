@@ -23,7 +23,7 @@
 //                  leave the group (SDK close(), raw commitSync + close()), inside the timing
 // The order of SDK and raw alternates between rounds; the best round of each is reported.
 #include <babelqueue/envelope.hpp>
-#include <babelqueue/kafka_transport.hpp>
+#include <babelqueue/kafka/transport.hpp>
 #include <babelqueue/uuid.hpp>
 
 #include <librdkafka/rdkafka.h>
@@ -87,14 +87,14 @@ std::string servers_of(const std::string& url) {
   return parsed->host + (parsed->port ? ":" + std::to_string(*parsed->port) : "");
 }
 
-std::unique_ptr<bq::KafkaTransport> open_sdk(const Config& config, const std::string& group) {
+std::unique_ptr<bq::kafka::Transport> open_sdk(const Config& config, const std::string& group) {
   auto url = bq::Url::parse(config.url + (config.url.find('?') == std::string::npos ? "?" : "&") + "group=" + group);
-  auto options = bq::KafkaTransport::options_from_url(*url);
+  auto options = bq::kafka::Transport::options_from_url(*url);
   if (!options) {
     std::fprintf(stderr, "%s\n", options.error().message().c_str());
     std::exit(1);
   }
-  auto opened = bq::KafkaTransport::open(*options);
+  auto opened = bq::kafka::Transport::open(*options);
   if (!opened) {
     std::fprintf(stderr, "%s\n", opened.error().message().c_str());
     std::exit(1);

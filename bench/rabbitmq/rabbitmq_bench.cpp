@@ -2,7 +2,7 @@
 // work on the same broker, in one run, with the ratios.
 //
 //   publish   confirmed, persistent, in batches: raw basic.publish x batch then
-//             wait for the confirms  vs  RabbitmqTransport::publish_batch
+//             wait for the confirms  vs  rabbitmq::Transport::publish_batch
 //   consume   basic.consume + basic.ack per message, with 1 and 4 consumers
 //             (raw: one connection per consumer thread, same QoS)  vs  one
 //             transport with 1 and 4 threads looping receive() + ack()
@@ -18,7 +18,7 @@
 // Each round runs every measurement once, raw and SDK interleaved; the
 // figures are the medians over the rounds (a shared machine is noisy).
 #include <babelqueue/envelope.hpp>
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/url.hpp>
 #include <babelqueue/uuid.hpp>
 #include <babelqueue/value.hpp>
@@ -69,7 +69,7 @@ void check(amqp_connection_state_t conn, const char* what) {
 }
 
 // A raw connection with channel 1 open.
-amqp_connection_state_t raw_connect(const bq::RabbitmqTransport::Options& options) {
+amqp_connection_state_t raw_connect(const bq::rabbitmq::Transport::Options& options) {
   amqp_connection_state_t conn = amqp_new_connection();
   amqp_socket_t* socket = amqp_tcp_socket_new(conn);
   if (amqp_socket_open(socket, options.host.c_str(), options.port) != AMQP_STATUS_OK) die("raw connect failed");
@@ -128,7 +128,7 @@ struct RawProperties {
 
 double rate(int messages, Clock::duration elapsed) { return messages / std::chrono::duration<double>(elapsed).count(); }
 
-double raw_confirmed_publish(const Config& config, const bq::RabbitmqTransport::Options& options,
+double raw_confirmed_publish(const Config& config, const bq::rabbitmq::Transport::Options& options,
                              const std::string& queue, const std::string& body) {
   amqp_connection_state_t conn = raw_connect(options);
   raw_declare(conn, queue);
@@ -166,7 +166,7 @@ double raw_confirmed_publish(const Config& config, const bq::RabbitmqTransport::
   return result;
 }
 
-double sdk_confirmed_publish(const Config& config, bq::RabbitmqTransport& transport, const std::string& queue,
+double sdk_confirmed_publish(const Config& config, bq::rabbitmq::Transport& transport, const std::string& queue,
                              const std::string& body) {
   std::vector<bq::OutgoingMessage> batch(static_cast<std::size_t>(config.batch), bq::OutgoingMessage{queue, body, {}});
   if (!transport.publish(queue, body)) die("sdk publish failed");  // declares the queue, outside the clock
@@ -180,7 +180,7 @@ double sdk_confirmed_publish(const Config& config, bq::RabbitmqTransport& transp
   return rate(config.messages, Clock::now() - start);
 }
 
-void fill(bq::RabbitmqTransport& transport, const std::string& queue, const std::string& body, int messages) {
+void fill(bq::rabbitmq::Transport& transport, const std::string& queue, const std::string& body, int messages) {
   std::vector<bq::OutgoingMessage> batch(500, bq::OutgoingMessage{queue, body, {}});
   for (int sent = 0; sent < messages; sent += 500) {
     const auto count = static_cast<std::size_t>(std::min(500, messages - sent));
@@ -191,7 +191,7 @@ void fill(bq::RabbitmqTransport& transport, const std::string& queue, const std:
 // One raw basic.consume consumer per thread, each on its own connection,
 // acking every delivery (ack_every 1) or every ack_every-th one with
 // multiple=1 (and what is left whenever the queue runs dry).
-double raw_consume(const Config& config, const bq::RabbitmqTransport::Options& options, const std::string& queue,
+double raw_consume(const Config& config, const bq::rabbitmq::Transport::Options& options, const std::string& queue,
                    int threads, std::uint16_t prefetch, int ack_every = 1) {
   std::atomic<int> consumed{0};
   std::atomic<int> ready{0};
@@ -239,7 +239,7 @@ double raw_consume(const Config& config, const bq::RabbitmqTransport::Options& o
   return rate(config.messages, Clock::now() - start);
 }
 
-double raw_get(const Config& config, const bq::RabbitmqTransport::Options& options, const std::string& queue) {
+double raw_get(const Config& config, const bq::rabbitmq::Transport::Options& options, const std::string& queue) {
   amqp_connection_state_t conn = raw_connect(options);
   const auto start = Clock::now();
   for (int i = 0; i < config.messages; ++i) {
@@ -261,7 +261,7 @@ double raw_get(const Config& config, const bq::RabbitmqTransport::Options& optio
 // threads loop receive() + ack on one transport, taking 16 / threads per
 // receive: one batch of 16 shared by the threads, as a Worker's default
 // prefetch of 16 is shared by its handler threads.
-double sdk_consume(const Config& config, bq::RabbitmqTransport& transport, const std::string& queue, int threads) {
+double sdk_consume(const Config& config, bq::rabbitmq::Transport& transport, const std::string& queue, int threads) {
   std::atomic<int> consumed{0};
   std::vector<std::thread> workers;
   const auto start = Clock::now();
@@ -283,7 +283,7 @@ double sdk_consume(const Config& config, bq::RabbitmqTransport& transport, const
 
 // What an application runs: a Worker with `concurrency` handler threads and
 // its default prefetch, a no-op handler, every message acked.
-double worker_consume(const Config& config, bq::RabbitmqTransport& transport, const std::string& queue,
+double worker_consume(const Config& config, bq::rabbitmq::Transport& transport, const std::string& queue,
                       std::size_t concurrency) {
   bq::WorkerOptions options;
   options.concurrency = concurrency;
@@ -300,8 +300,8 @@ double worker_consume(const Config& config, bq::RabbitmqTransport& transport, co
   return result;
 }
 
-std::unique_ptr<bq::RabbitmqTransport> open_sdk(const bq::RabbitmqTransport::Options& options) {
-  auto transport = bq::RabbitmqTransport::open(options);
+std::unique_ptr<bq::rabbitmq::Transport> open_sdk(const bq::rabbitmq::Transport::Options& options) {
+  auto transport = bq::rabbitmq::Transport::open(options);
   if (!transport) die("cannot open the transport: " + transport.error().message());
   return std::move(*transport);
 }
@@ -349,7 +349,7 @@ int main(int argc, char** argv) {
   }
   auto url = bq::Url::parse(config.url);
   if (!url) die(url.error().message());
-  auto options = bq::RabbitmqTransport::options_from_url(*url);
+  auto options = bq::rabbitmq::Transport::options_from_url(*url);
   if (!options) die(options.error().message());
   if (options->tls) die("the benchmark compares plain TCP loops: use an amqp:// URL");
 
@@ -394,7 +394,7 @@ int main(int argc, char** argv) {
       return result;
     };
     auto sdk_threads = [&](int threads) {
-      return [&config, threads](bq::RabbitmqTransport& sdk, const std::string& queue) {
+      return [&config, threads](bq::rabbitmq::Transport& sdk, const std::string& queue) {
         return sdk_consume(config, sdk, queue, threads);
       };
     };
@@ -403,7 +403,7 @@ int main(int argc, char** argv) {
     if (wanted("sdk-c4")) sdk_c4s.push_back(with_sdk("sdk-c4", sdk_threads(4)));
     if (wanted("raw-get")) gets.push_back(raw_get(config, *options, filled("raw-get")));
     if (wanted("worker-c4")) {
-      worker_c4s.push_back(with_sdk("worker-c4", [&config](bq::RabbitmqTransport& sdk, const std::string& queue) {
+      worker_c4s.push_back(with_sdk("worker-c4", [&config](bq::rabbitmq::Transport& sdk, const std::string& queue) {
         return worker_consume(config, sdk, queue, 4);
       }));
     }

@@ -11,7 +11,7 @@
 //                               [--check]      exit 1 when a target ratio is missed
 // Prints one line per figure, then the ratios and whether each target holds.
 #include <babelqueue/envelope.hpp>
-#include <babelqueue/redis_transport.hpp>
+#include <babelqueue/redis/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url.hpp>
 #include <babelqueue/uuid.hpp>

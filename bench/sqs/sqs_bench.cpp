@@ -1,4 +1,4 @@
-// SQS throughput: the SDK (SqsTransport) against a raw loop of the same HTTP
+// SQS throughput: the SDK (sqs::Transport) against a raw loop of the same HTTP
 // calls, in one run, on the same server.
 //
 //   publish: SDK publish_batch (10 per SendMessageBatch)  vs  raw SendMessageBatch
@@ -12,10 +12,11 @@
 //
 //   sqs_bench [--url sqs://...] [--messages N] [--rounds R]
 // Prints one line per measurement and the SDK/raw ratios (target >= 0.90).
+#include "../../src/sqs/sigv4_signer.hpp"
+
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/json.hpp>
-#include <babelqueue/sqs_signer.hpp>
-#include <babelqueue/sqs_transport.hpp>
+#include <babelqueue/sqs/transport.hpp>
 #include <babelqueue/uuid.hpp>
 #include <babelqueue/worker.hpp>
 
@@ -167,7 +168,7 @@ void raw_publish_batch(RawClient& raw, const std::string& url, const std::vector
   if (!answer["Failed"].is_null() && !answer["Failed"].as_array().empty()) die("raw SendMessageBatch: entries failed");
 }
 
-Timed publish(RawClient& raw, const std::string& raw_url, bq::SqsTransport& sdk, const std::string& sdk_queue,
+Timed publish(RawClient& raw, const std::string& raw_url, bq::sqs::Transport& sdk, const std::string& sdk_queue,
               const std::vector<Message>& messages) {
   std::vector<bq::OutgoingMessage> outgoing;
   outgoing.reserve(messages.size());
@@ -211,14 +212,14 @@ std::size_t raw_consume_batch(RawClient& raw, const std::string& url) {
   return messages.as_array().size();
 }
 
-std::size_t sdk_consume_batch(bq::SqsTransport& sdk, const std::string& queue) {
+std::size_t sdk_consume_batch(bq::sqs::Transport& sdk, const std::string& queue) {
   auto batch = must(sdk.receive(queue, 10, std::chrono::seconds(1)), "SDK receive");
   if (batch.empty()) return 0;
   must(sdk.ack_batch(batch), "SDK ack_batch");
   return batch.size();
 }
 
-Timed consume(RawClient& raw, const std::string& raw_url, bq::SqsTransport& sdk, const std::string& sdk_queue,
+Timed consume(RawClient& raw, const std::string& raw_url, bq::sqs::Transport& sdk, const std::string& sdk_queue,
               std::size_t count) {
   Timed t;
   std::size_t raw_done = 0;
@@ -258,7 +259,7 @@ double rate(std::size_t count, Clock::duration elapsed) {
 // The runtime's view (informational, not a lockstep ratio): a Worker with
 // `concurrency` handler threads consuming count messages with a no-op
 // handler; its acks meet in DeleteMessageBatch calls.
-double worker_consume(bq::SqsTransport& sdk, const std::vector<Message>& messages, std::size_t concurrency) {
+double worker_consume(bq::sqs::Transport& sdk, const std::vector<Message>& messages, std::size_t concurrency) {
   const std::string queue = "bq-bench-worker-" + bq::uuid_v4().substr(0, 8);
   std::vector<bq::OutgoingMessage> outgoing;
   for (const Message& m : messages) outgoing.push_back({queue, m.body, {}});
@@ -304,8 +305,8 @@ int main(int argc, char** argv) {
   if (url_text.empty()) die("usage: sqs_bench --url sqs://REGION?endpoint=... [--messages N] [--rounds R]");
   if (url_text.find("create=") == std::string::npos)
     url_text += (url_text.find('?') == std::string::npos ? "?" : "&") + std::string("create=1");
-  auto options = must(bq::SqsTransport::options_from_url(must(bq::Url::parse(url_text), "parse the URL")), "options");
-  auto sdk = must(bq::SqsTransport::open(options), "open the SDK transport");
+  auto options = must(bq::sqs::Transport::options_from_url(must(bq::Url::parse(url_text), "parse the URL")), "options");
+  auto sdk = must(bq::sqs::Transport::open(options), "open the SDK transport");
   auto credentials = must(bq::sqs::resolve_credentials(options.credentials), "credentials");
   auto region = must(bq::sqs::resolve_region(options.region), "region");
   std::string endpoint =

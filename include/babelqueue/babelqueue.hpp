@@ -1,7 +1,7 @@
 // Everything of babelqueue::core in one include: the envelope and its codec,
 // the transport interface, open_transport() and the memory transport, the
 // Worker, redrive. A transport library has its own header (for example
-// <babelqueue/sqlite_transport.hpp>).
+// <babelqueue/sqlite/transport.hpp>).
 #pragma once
 
 #include <babelqueue/attempts_rule.hpp>
@@ -14,7 +14,7 @@
 #include <babelqueue/error.hpp>
 #include <babelqueue/json.hpp>
 #include <babelqueue/log_sink.hpp>
-#include <babelqueue/memory_transport.hpp>
+#include <babelqueue/memory/transport.hpp>
 #include <babelqueue/message.hpp>
 #include <babelqueue/redrive.hpp>
 #include <babelqueue/rejection.hpp>

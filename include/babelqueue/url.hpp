@@ -13,7 +13,7 @@
 //   - Several hosts, h1:9092,h2:9092, stay in host exactly as written and no
 //     port is parsed; the transport splits them.
 //   - path is what follows the authority's '/', without that '/'. For
-//     sqlite:// this means (see SqliteTransport):
+//     sqlite:// this means (see sqlite::Transport):
 //       sqlite://data/q.db  -> host "data", path "q.db"  -> file "data/q.db"
 //                              (relative to the working directory)
 //       sqlite:///var/q.db  -> host "",     path "var/q.db" -> file "/var/q.db"

@@ -1,4 +1,4 @@
-#include <babelqueue/memory_transport.hpp>
+#include <babelqueue/memory/transport.hpp>
 
 #include <algorithm>
 #include <condition_variable>
@@ -53,10 +53,12 @@ Result<void> check_queue_name(std::string_view queue) {
 
 }  // namespace
 
-// The shared state of every MemoryTransport opened on it. One mutex guards all
+// The shared state of every memory::Transport opened on it. One mutex guards all
 // queues: operations are a few pointer moves, so contention is short, and one
 // condition variable is enough to wake receivers.
-class MemoryBroker {
+namespace memory {
+
+class Broker {
  public:
   std::mutex mutex;
   std::condition_variable changed;  // a message became ready somewhere, or a transport closed
@@ -114,30 +116,32 @@ class MemoryBroker {
   std::map<std::string, MemoryQueue, std::less<>> queues_;
 };
 
-MemoryTransport::MemoryTransport() : MemoryTransport(Options{}) {}
+}  // namespace memory
 
-MemoryTransport::MemoryTransport(Options options) : MemoryTransport(std::make_shared<MemoryBroker>(), options) {}
+memory::Transport::Transport() : memory::Transport(Options{}) {}
 
-MemoryTransport::MemoryTransport(std::shared_ptr<MemoryBroker> broker, Options options)
+memory::Transport::Transport(Options options) : memory::Transport(std::make_shared<memory::Broker>(), options) {}
+
+memory::Transport::Transport(std::shared_ptr<memory::Broker> broker, Options options)
     : broker_(std::move(broker)), options_(options) {
-  if (!broker_) throw Error(Errc::invalid_argument, "MemoryTransport needs a broker");
+  if (!broker_) throw Error(Errc::invalid_argument, "memory::Transport needs a broker");
   if (options_.visibility_timeout.count() < 0) {
-    throw Error(Errc::invalid_argument, "MemoryTransport visibility_timeout must not be negative");
+    throw Error(Errc::invalid_argument, "memory::Transport visibility_timeout must not be negative");
   }
 }
 
-MemoryTransport::~MemoryTransport() { close(); }
+memory::Transport::~Transport() { close(); }
 
-std::shared_ptr<MemoryBroker> MemoryTransport::shared_broker(std::string_view name) {
+std::shared_ptr<memory::Broker> memory::Transport::shared_broker(std::string_view name) {
   static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<MemoryBroker>, std::less<>> brokers;
+  static std::map<std::string, std::shared_ptr<memory::Broker>, std::less<>> brokers;
   const std::lock_guard lock(mutex);
   auto it = brokers.find(name);
-  if (it == brokers.end()) it = brokers.emplace(std::string(name), std::make_shared<MemoryBroker>()).first;
+  if (it == brokers.end()) it = brokers.emplace(std::string(name), std::make_shared<memory::Broker>()).first;
   return it->second;
 }
 
-Capabilities MemoryTransport::capabilities() const {
+Capabilities memory::Transport::capabilities() const {
   Capabilities caps;
   caps.headers = true;
   caps.native_delay = true;
@@ -154,7 +158,7 @@ Capabilities MemoryTransport::capabilities() const {
   return caps;
 }
 
-Result<void> MemoryTransport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
+Result<void> memory::Transport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
   if (auto valid = check_queue_name(queue); !valid) return valid;
   if (options.delay.count() < 0) return unexpected(Errc::invalid_argument, "the publish delay is negative");
   if (closed_) return closed_error();
@@ -173,8 +177,8 @@ Result<void> MemoryTransport::publish(std::string_view queue, std::string_view b
   return {};
 }
 
-Result<std::vector<Delivery>> MemoryTransport::receive(std::string_view queue, std::size_t max,
-                                                       std::chrono::milliseconds wait) {
+Result<std::vector<Delivery>> memory::Transport::receive(std::string_view queue, std::size_t max,
+                                                         std::chrono::milliseconds wait) {
   if (auto valid = check_queue_name(queue); !valid) return unexpected(valid.error());
   if (max == 0) return unexpected(Errc::invalid_argument, "receive needs max >= 1");
   // Clamped so that adding it to now cannot overflow the clock.
@@ -186,7 +190,7 @@ Result<std::vector<Delivery>> MemoryTransport::receive(std::string_view queue, s
   for (;;) {
     if (closed_) return closed_error();
     const Clock::time_point now = Clock::now();
-    MemoryBroker::promote_due(source, now);
+    memory::Broker::promote_due(source, now);
     if (!source.ready.empty()) {
       std::vector<Delivery> deliveries;
       const std::size_t count = std::min(max, source.ready.size());
@@ -212,11 +216,11 @@ Result<std::vector<Delivery>> MemoryTransport::receive(std::string_view queue, s
     if (now >= deadline) return std::vector<Delivery>{};
     // Sleep until something may have changed: a publish, a release or a close
     // notifies; a delayed message or an expiring reservation is a known time.
-    broker_->changed.wait_until(lock, std::min(deadline, MemoryBroker::next_due(source)));
+    broker_->changed.wait_until(lock, std::min(deadline, memory::Broker::next_due(source)));
   }
 }
 
-Result<void> MemoryTransport::ack(const Delivery& delivery) {
+Result<void> memory::Transport::ack(const Delivery& delivery) {
   if (closed_) return closed_error();
   const std::lock_guard lock(broker_->mutex);
   MemoryQueue* source = broker_->find_queue(delivery.queue);
@@ -224,7 +228,7 @@ Result<void> MemoryTransport::ack(const Delivery& delivery) {
   return {};
 }
 
-Result<void> MemoryTransport::release(const Delivery& delivery, std::chrono::milliseconds delay) {
+Result<void> memory::Transport::release(const Delivery& delivery, std::chrono::milliseconds delay) {
   if (delay.count() < 0) return unexpected(Errc::invalid_argument, "the release delay is negative");
   if (closed_) return closed_error();
   {
@@ -243,7 +247,7 @@ Result<void> MemoryTransport::release(const Delivery& delivery, std::chrono::mil
   return {};
 }
 
-Result<void> MemoryTransport::extend(const Delivery& delivery, std::chrono::milliseconds lease) {
+Result<void> memory::Transport::extend(const Delivery& delivery, std::chrono::milliseconds lease) {
   if (lease.count() < 0) return unexpected(Errc::invalid_argument, "the lease is negative");
   if (closed_) return closed_error();
   {
@@ -258,21 +262,21 @@ Result<void> MemoryTransport::extend(const Delivery& delivery, std::chrono::mill
   return {};
 }
 
-Result<QueueStats> MemoryTransport::stats(std::string_view queue) {
+Result<QueueStats> memory::Transport::stats(std::string_view queue) {
   if (auto valid = check_queue_name(queue); !valid) return unexpected(valid.error());
   if (closed_) return closed_error();
   const std::lock_guard lock(broker_->mutex);
   QueueStats stats{0, 0, 0};
   MemoryQueue* source = broker_->find_queue(queue);
   if (source == nullptr) return stats;
-  MemoryBroker::promote_due(*source, Clock::now());
+  memory::Broker::promote_due(*source, Clock::now());
   stats.ready = static_cast<std::int64_t>(source->ready.size());
   stats.reserved = static_cast<std::int64_t>(source->reserved.size());
   stats.delayed = static_cast<std::int64_t>(source->delayed.size());
   return stats;
 }
 
-void MemoryTransport::close(std::chrono::milliseconds /*deadline*/) {
+void memory::Transport::close(std::chrono::milliseconds /*deadline*/) {
   if (closed_.exchange(true)) return;
   // Taking the lock orders the flag before any receiver's next check of it, so
   // a receiver about to sleep cannot miss the notification.

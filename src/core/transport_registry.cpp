@@ -1,4 +1,4 @@
-#include <babelqueue/memory_transport.hpp>
+#include <babelqueue/memory/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url_options.hpp>
 
@@ -21,12 +21,12 @@ Result<std::unique_ptr<Transport>> open_memory_transport(const Url& url) {
     return unexpected(Errc::invalid_argument,
                       "memory:// takes only a broker name: memory://NAME, not " + url.redacted());
   }
-  MemoryTransport::Options options;
+  memory::Transport::Options options;
   UrlOptionReader read(url);
   read.duration("visibility_timeout", options.visibility_timeout, {});
   if (auto done = read.finish(); !done) return unexpected(done.error());
   return std::unique_ptr<Transport>(
-      std::make_unique<MemoryTransport>(MemoryTransport::shared_broker(url.host), options));
+      std::make_unique<memory::Transport>(memory::Transport::shared_broker(url.host), options));
 }
 
 // The scheme table. A function-local static, so it exists before the first

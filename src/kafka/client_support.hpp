@@ -50,7 +50,7 @@ void for_each_header(rd_kafka_headers_t* headers, Visit&& visit) {
 
 // librdkafka's log lines and client-level errors, to the transport's LogSink.
 // Threads: librdkafka's (it calls event_cb from its own threads and from
-// polls); the sink must be thread-safe, as KafkaTransport::Options says.
+// polls); the sink must be thread-safe, as kafka::Transport::Options says.
 class LogEvents final : public RdKafka::EventCb {
  public:
   explicit LogEvents(const LogSink& sink) : sink_(sink) {}

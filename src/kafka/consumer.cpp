@@ -86,7 +86,7 @@ class Consumer::Session {
 };
 
 Result<void> Consumer::Session::start() {
-  const KafkaTransport::Options& options = owner_.options_;
+  const kafka::Transport::Options& options = owner_.options_;
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   const int session = to_int_ms(options.session_timeout);
   std::map<std::string, std::string> props = {
@@ -270,7 +270,7 @@ void Consumer::Session::close() {
   client_.reset();
 }
 
-Consumer::Consumer(const KafkaTransport::Options& options, const std::atomic<bool>& closed, LogEvents& log,
+Consumer::Consumer(const kafka::Transport::Options& options, const std::atomic<bool>& closed, LogEvents& log,
                    const RetryTiers& tiers, TopicAdmin& admin, Producer& producer, Assignments& assignments)
     : options_(options),
       closed_(closed),

@@ -14,7 +14,7 @@
 #include "retry_tiers.hpp"
 #include "topic_admin.hpp"
 
-#include <babelqueue/kafka_transport.hpp>
+#include <babelqueue/kafka/transport.hpp>
 
 #include <librdkafka/rdkafkacpp.h>
 
@@ -30,7 +30,7 @@ namespace babelqueue::kafka::detail {
 class Consumer {
  public:
   // Everything it is given must outlive it.
-  Consumer(const KafkaTransport::Options& options, const std::atomic<bool>& closed, LogEvents& log,
+  Consumer(const kafka::Transport::Options& options, const std::atomic<bool>& closed, LogEvents& log,
            const RetryTiers& tiers, TopicAdmin& admin, Producer& producer, Assignments& assignments);
   Consumer(const Consumer&) = delete;
   Consumer& operator=(const Consumer&) = delete;
@@ -51,7 +51,7 @@ class Consumer {
  private:
   class Session;
 
-  const KafkaTransport::Options& options_;
+  const kafka::Transport::Options& options_;
   const std::atomic<bool>& closed_;
   LogEvents& log_;
   const RetryTiers& tiers_;

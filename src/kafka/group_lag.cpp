@@ -7,7 +7,7 @@
 namespace babelqueue::kafka::detail {
 
 Result<std::int64_t> group_lag(RdKafka::Producer& client, const TopicAdmin& admin, Consumer& consumer,
-                               const KafkaTransport::Options& options, const std::string& topic) {
+                               const kafka::Transport::Options& options, const std::string& topic) {
   auto exists = admin.exists(client, topic);
   if (!exists) return unexpected(exists.error());
   if (!*exists) return std::int64_t{0};

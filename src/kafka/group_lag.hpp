@@ -5,7 +5,7 @@
 #include "consumer.hpp"
 #include "topic_admin.hpp"
 
-#include <babelqueue/kafka_transport.hpp>
+#include <babelqueue/kafka/transport.hpp>
 
 #include <librdkafka/rdkafkacpp.h>
 
@@ -18,6 +18,6 @@ namespace babelqueue::kafka::detail {
 // Producer lease's (metadata and watermarks), consumer reads the committed
 // offsets. Threads: any.
 Result<std::int64_t> group_lag(RdKafka::Producer& client, const TopicAdmin& admin, Consumer& consumer,
-                               const KafkaTransport::Options& options, const std::string& topic);
+                               const kafka::Transport::Options& options, const std::string& topic);
 
 }  // namespace babelqueue::kafka::detail

@@ -3,7 +3,7 @@
 #include "kafka_record.hpp"
 
 #include <babelqueue/envelope.hpp>
-#include <babelqueue/kafka_transport.hpp>
+#include <babelqueue/kafka/transport.hpp>
 #include <babelqueue/uuid.hpp>
 
 #include <librdkafka/rdkafkacpp.h>
@@ -82,10 +82,10 @@ Result<void> produce_raw(const std::string& servers, const std::string& topic, c
   return {};
 }
 
-Result<KafkaTransport::Options> options_of(const std::string& text) {
+Result<kafka::Transport::Options> options_of(const std::string& text) {
   auto url = Url::parse(text);
   if (!url) return unexpected(url.error());
-  return KafkaTransport::options_from_url(*url);
+  return kafka::Transport::options_from_url(*url);
 }
 
 std::string describe(const RecordHeaders& headers) {
@@ -114,7 +114,7 @@ void check_projection(const conformance::Suite& suite, const Value& block, const
   }
   auto transport_options = options_of(*options.url);
   if (!transport_options) return reporter.fail(name, transport_options.error().message());
-  auto transport = KafkaTransport::open(*transport_options);
+  auto transport = kafka::Transport::open(*transport_options);
   if (!transport) return reporter.fail(name, transport.error().message());
   const std::string topic = "conformance-projection-" + uuid_v4().substr(0, 8);
   if (auto sent = (*transport)->publish(topic, body); !sent) return reporter.fail(name, sent.error().message());
@@ -143,7 +143,7 @@ void check_attempts(const conformance::Suite& suite, const Value& block, const c
   if (!envelope) return reporter.fail("kafka.attempts_reconciliation", "the fixture does not decode");
 
   const bool live = options.url && options.url->rfind("kafka://", 0) == 0;
-  std::unique_ptr<KafkaTransport> transport;
+  std::unique_ptr<kafka::Transport> transport;
   std::string servers;
   std::string topic;
   if (live) {
@@ -151,7 +151,7 @@ void check_attempts(const conformance::Suite& suite, const Value& block, const c
     if (!parsed) return reporter.fail("kafka.attempts_reconciliation.broker", parsed.error().message());
     parsed->group = "conformance-" + uuid_v4().substr(0, 8);
     servers = parsed->bootstrap_servers;
-    auto opened = KafkaTransport::open(*parsed);
+    auto opened = kafka::Transport::open(*parsed);
     if (!opened) return reporter.fail("kafka.attempts_reconciliation.broker", opened.error().message());
     transport = std::move(*opened);
     topic = "conformance-attempts-" + uuid_v4().substr(0, 8);

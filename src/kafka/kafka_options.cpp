@@ -1,5 +1,5 @@
-// KafkaTransport::options_from_url: the kafka:// URL (see kafka_transport.hpp).
-#include <babelqueue/kafka_transport.hpp>
+// kafka::Transport::options_from_url: the kafka:// URL (see kafka_transport.hpp).
+#include <babelqueue/kafka/transport.hpp>
 #include <babelqueue/url_options.hpp>
 
 #include <algorithm>
@@ -40,7 +40,7 @@ Result<void> apply_tls(const Url& url, const TlsOptions& tls, std::map<std::stri
 
 }  // namespace
 
-Result<KafkaTransport::Options> KafkaTransport::options_from_url(const Url& url) {
+Result<kafka::Transport::Options> kafka::Transport::options_from_url(const Url& url) {
   if (url.scheme != "kafka") return unexpected(Errc::invalid_argument, "not a kafka:// URL: " + url.redacted());
   if (url.host.empty()) {
     return unexpected(Errc::invalid_argument, "kafka:// needs host:port[,host:port]: " + url.redacted());

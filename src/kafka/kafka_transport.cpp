@@ -1,4 +1,4 @@
-// KafkaTransport: the composition of the Kafka binding's parts, and the
+// kafka::Transport: the composition of the Kafka binding's parts, and the
 // operations that span them (ack and release settle what the consumer
 // handed out; release and stats also use the producer).
 #include "assignments.hpp"
@@ -11,7 +11,7 @@
 #include "retry_tiers.hpp"
 #include "topic_admin.hpp"
 
-#include <babelqueue/kafka_transport.hpp>
+#include <babelqueue/kafka/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 
 #include <algorithm>
@@ -25,7 +25,7 @@ namespace kafka_detail = kafka::detail;
 
 // Threads: any (every public method is thread-safe); each part says which
 // threads use it and holds its own lock.
-class KafkaTransport::State {
+class kafka::Transport::State {
  public:
   explicit State(Options options)
       : options_(std::move(options)),
@@ -124,13 +124,13 @@ class KafkaTransport::State {
   kafka_detail::Consumer consumer_;
 };
 
-// ---- KafkaTransport ----
+// ---- kafka::Transport ----
 
-KafkaTransport::KafkaTransport(std::unique_ptr<State> state) : state_(std::move(state)) {}
+kafka::Transport::Transport(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
-KafkaTransport::~KafkaTransport() = default;
+kafka::Transport::~Transport() = default;
 
-Result<std::unique_ptr<KafkaTransport>> KafkaTransport::open(Options options) {
+Result<std::unique_ptr<kafka::Transport>> kafka::Transport::open(Options options) {
   if (options.bootstrap_servers.empty()) {
     return unexpected(Errc::invalid_argument, "Kafka needs at least one bootstrap server (host:port)");
   }
@@ -157,16 +157,16 @@ Result<std::unique_ptr<KafkaTransport>> KafkaTransport::open(Options options) {
   }
   auto state = std::make_unique<State>(std::move(options));
   if (auto started = state->producer_.start(); !started) return unexpected(started.error());
-  return std::unique_ptr<KafkaTransport>(new KafkaTransport(std::move(state)));
+  return std::unique_ptr<kafka::Transport>(new kafka::Transport(std::move(state)));
 }
 
-const KafkaTransport::Options& KafkaTransport::options() const noexcept { return state_->options_; }
+const kafka::Transport::Options& kafka::Transport::options() const noexcept { return state_->options_; }
 
-std::string KafkaTransport::retry_topic(std::string_view topic, std::size_t tier) const {
+std::string kafka::Transport::retry_topic(std::string_view topic, std::size_t tier) const {
   return state_->tiers_.topic(kafka_detail::topic_for_queue(topic), tier);
 }
 
-Capabilities KafkaTransport::capabilities() const {
+Capabilities kafka::Transport::capabilities() const {
   Capabilities caps;
   caps.headers = true;
   caps.native_delay = !state_->options_.retry_tiers.empty();
@@ -180,37 +180,37 @@ Capabilities KafkaTransport::capabilities() const {
   return caps;
 }
 
-Result<void> KafkaTransport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
+Result<void> kafka::Transport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
   return state_->publisher_.publish(queue, body, options, std::nullopt);
 }
 
-Result<void> KafkaTransport::publish_batch(std::span<const OutgoingMessage> messages) {
+Result<void> kafka::Transport::publish_batch(std::span<const OutgoingMessage> messages) {
   return state_->publisher_.publish_batch(messages);
 }
 
-Result<std::vector<Delivery>> KafkaTransport::receive(std::string_view queue, std::size_t max,
-                                                      std::chrono::milliseconds wait) {
+Result<std::vector<Delivery>> kafka::Transport::receive(std::string_view queue, std::size_t max,
+                                                        std::chrono::milliseconds wait) {
   return state_->consumer_.receive(queue, max, wait);
 }
 
-Result<void> KafkaTransport::ack(const Delivery& delivery) { return state_->ack(delivery); }
+Result<void> kafka::Transport::ack(const Delivery& delivery) { return state_->ack(delivery); }
 
-Result<void> KafkaTransport::release(const Delivery& delivery, std::chrono::milliseconds delay) {
+Result<void> kafka::Transport::release(const Delivery& delivery, std::chrono::milliseconds delay) {
   return state_->release(delivery, delay);
 }
 
-void KafkaTransport::close(std::chrono::milliseconds deadline) { state_->close(deadline); }
+void kafka::Transport::close(std::chrono::milliseconds deadline) { state_->close(deadline); }
 
-Result<QueueStats> KafkaTransport::stats(std::string_view queue) { return state_->stats(queue); }
+Result<QueueStats> kafka::Transport::stats(std::string_view queue) { return state_->stats(queue); }
 
-Result<void> KafkaTransport::ensure_topic(std::string_view topic) {
+Result<void> kafka::Transport::ensure_topic(std::string_view topic) {
   if (topic.empty()) return unexpected(Errc::invalid_argument, "ensure_topic needs a topic name");
   return state_->admin_.ensure(kafka_detail::topic_for_queue(topic));
 }
 
 namespace kafka {
 
-void register_transport() { babelqueue::register_transport("kafka", url_factory<KafkaTransport>()); }
+void register_transport() { babelqueue::register_transport("kafka", url_factory<kafka::Transport>()); }
 
 }  // namespace kafka
 }  // namespace babelqueue

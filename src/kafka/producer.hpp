@@ -8,7 +8,7 @@
 
 #include "client_support.hpp"
 
-#include <babelqueue/kafka_transport.hpp>
+#include <babelqueue/kafka/transport.hpp>
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
@@ -64,7 +64,7 @@ class Producer {
  public:
   // closed is the transport's flag: a publication stops producing once it
   // is set. options and log must outlive the producer.
-  Producer(const KafkaTransport::Options& options, const std::atomic<bool>& closed, LogEvents& log)
+  Producer(const kafka::Transport::Options& options, const std::atomic<bool>& closed, LogEvents& log)
       : options_(options), closed_(closed), log_(log) {}
   Producer(const Producer&) = delete;
   Producer& operator=(const Producer&) = delete;
@@ -120,7 +120,7 @@ class Producer {
   void close(Clock::time_point until);
 
  private:
-  const KafkaTransport::Options& options_;
+  const kafka::Transport::Options& options_;
   const std::atomic<bool>& closed_;
   LogEvents& log_;
   DeliveryReports delivery_reports_;

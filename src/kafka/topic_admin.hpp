@@ -7,7 +7,7 @@
 
 #include "producer.hpp"
 
-#include <babelqueue/kafka_transport.hpp>
+#include <babelqueue/kafka/transport.hpp>
 
 #include <atomic>
 #include <mutex>
@@ -20,7 +20,7 @@ namespace babelqueue::kafka::detail {
 class TopicAdmin {
  public:
   // closed, options and producer (whose client it uses) must outlive it.
-  TopicAdmin(const KafkaTransport::Options& options, const std::atomic<bool>& closed, Producer& producer)
+  TopicAdmin(const kafka::Transport::Options& options, const std::atomic<bool>& closed, Producer& producer)
       : options_(options), closed_(closed), producer_(producer) {}
 
   // Creates topic when missing (a retry topic with LogAppendTime record
@@ -34,7 +34,7 @@ class TopicAdmin {
  private:
   Result<void> create(RdKafka::Producer& client, std::string_view topic, bool retry_topic) const;
 
-  const KafkaTransport::Options& options_;
+  const kafka::Transport::Options& options_;
   const std::atomic<bool>& closed_;
   Producer& producer_;
   std::mutex mutex_;  // guards known_

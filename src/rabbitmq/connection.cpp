@@ -23,7 +23,7 @@ bool is_ip_literal(const std::string& host) {
 
 }  // namespace
 
-std::string endpoint_of(const RabbitmqTransport::Options& options) {
+std::string endpoint_of(const rabbitmq::Transport::Options& options) {
   return (options.tls ? "amqps://" : "amqp://") + options.host + ":" + std::to_string(options.port);
 }
 
@@ -76,7 +76,7 @@ void ReconnectBackoff::failed() { backoff_ = std::min(backoff_ * 2, max_); }
 
 // ---- Connection -----------------------------------------------------------
 
-Connection::Connection(const RabbitmqTransport::Options& options, ChannelClosed on_channel_closed)
+Connection::Connection(const rabbitmq::Transport::Options& options, ChannelClosed on_channel_closed)
     : options_(options), on_channel_closed_(std::move(on_channel_closed)) {}
 
 Connection::~Connection() { close(); }

@@ -2,7 +2,7 @@
 // replies of synchronous calls, and the reconnect backoff.
 #pragma once
 
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/result.hpp>
 
 #include <amqp.h>
@@ -22,7 +22,7 @@ inline constexpr amqp_channel_t kControlChannel =
     3;  // queue.declare: a 406 on a mismatching queue closes only this one
 
 // "amqp://host:port" or "amqps://host:port", for error messages.
-std::string endpoint_of(const RabbitmqTransport::Options& options);
+std::string endpoint_of(const rabbitmq::Transport::Options& options);
 
 std::string status_text(int status);
 
@@ -61,7 +61,7 @@ class Connection {
   // Bookkeeping when the broker closes channel (the connection lives on).
   using ChannelClosed = std::function<void(amqp_channel_t channel, const ErrorInfo& why)>;
 
-  Connection(const RabbitmqTransport::Options& options, ChannelClosed on_channel_closed);
+  Connection(const rabbitmq::Transport::Options& options, ChannelClosed on_channel_closed);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -98,7 +98,7 @@ class Connection {
  private:
   bool reopen_channel(amqp_channel_t channel);
 
-  const RabbitmqTransport::Options& options_;
+  const rabbitmq::Transport::Options& options_;
   ChannelClosed on_channel_closed_;
   amqp_connection_state_t conn_ = nullptr;
   std::optional<ErrorInfo> lost_;

@@ -50,8 +50,8 @@ Delivery delivery_of(const amqp_message_t& message, bool quorum) {
   return delivery;
 }
 
-ConsumerChannel::ConsumerChannel(const RabbitmqTransport::Options& options, SharedState& shared, Connection& connection,
-                                 QueueDeclarer& declarer)
+ConsumerChannel::ConsumerChannel(const rabbitmq::Transport::Options& options, SharedState& shared,
+                                 Connection& connection, QueueDeclarer& declarer)
     : options_(options), shared_(shared), connection_(connection), declarer_(declarer) {}
 
 void ConsumerChannel::start(const std::string& queue) {
@@ -115,7 +115,7 @@ bool ConsumerChannel::send_settles(const std::vector<Settle>& settles) {
 }
 
 void ConsumerChannel::on_deliver(const amqp_basic_deliver_t& deliver, const amqp_message_t& message) {
-  Delivery delivery = delivery_of(message, options_.queue_type == RabbitmqTransport::QueueType::quorum);
+  Delivery delivery = delivery_of(message, options_.queue_type == rabbitmq::Transport::QueueType::quorum);
   delivery.token.id = deliver.delivery_tag;
   auto tag = queues_.find(view(deliver.consumer_tag));
   if (tag == queues_.end()) {

@@ -7,7 +7,7 @@
 #include "locked.hpp"
 #include "queue_declarer.hpp"
 
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/transport.hpp>
 
 #include <amqp.h>
@@ -39,7 +39,7 @@ Delivery delivery_of(const amqp_message_t& message, bool quorum);
 // nacks. Used by the I/O thread only.
 class ConsumerChannel {
  public:
-  ConsumerChannel(const RabbitmqTransport::Options& options, SharedState& shared, Connection& connection,
+  ConsumerChannel(const rabbitmq::Transport::Options& options, SharedState& shared, Connection& connection,
                   QueueDeclarer& declarer);
 
   // Declares queue, sets the QoS of its consumer and consumes; a failure is
@@ -62,7 +62,7 @@ class ConsumerChannel {
   void drop(const Locked& locked);
 
  private:
-  const RabbitmqTransport::Options& options_;
+  const rabbitmq::Transport::Options& options_;
   SharedState& shared_;
   Connection& connection_;
   QueueDeclarer& declarer_;

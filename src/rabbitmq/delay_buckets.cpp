@@ -2,7 +2,7 @@
 
 #include "amqp_projection.hpp"
 
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 
 #include <algorithm>
 

@@ -21,7 +21,7 @@ constexpr int kFramesPerTurn = 256;
 
 }  // namespace
 
-IoLoop::IoLoop(const RabbitmqTransport::Options& options, SharedState& shared)
+IoLoop::IoLoop(const rabbitmq::Transport::Options& options, SharedState& shared)
     : options_(options),
       shared_(shared),
       endpoint_(endpoint_of(options)),

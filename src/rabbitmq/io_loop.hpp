@@ -11,7 +11,7 @@
 #include "publisher.hpp"
 #include "queue_declarer.hpp"
 
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/result.hpp>
 
 #include <amqp.h>
@@ -29,7 +29,7 @@ class StatsJob;
 // no I/O thread runs.
 class IoLoop {
  public:
-  IoLoop(const RabbitmqTransport::Options& options, SharedState& shared);
+  IoLoop(const rabbitmq::Transport::Options& options, SharedState& shared);
 
   // Opens the connection (the first time, or again after a loss).
   Result<void> connect();
@@ -58,7 +58,7 @@ class IoLoop {
   // Fails the publish jobs whose deadline passed.
   void expire_jobs(const Locked& locked);
 
-  const RabbitmqTransport::Options& options_;
+  const rabbitmq::Transport::Options& options_;
   SharedState& shared_;
   const std::string endpoint_;
   Connection connection_;

@@ -80,7 +80,7 @@ void ConfirmTracker::requeue(const Locked& locked) {
 
 // ---- Publisher ------------------------------------------------------------
 
-Publisher::Publisher(const RabbitmqTransport::Options& options, SharedState& shared, Connection& connection,
+Publisher::Publisher(const rabbitmq::Transport::Options& options, SharedState& shared, Connection& connection,
                      QueueDeclarer& declarer)
     : options_(options), shared_(shared), connection_(connection), declarer_(declarer) {}
 

@@ -7,7 +7,7 @@
 #include "publish_jobs.hpp"
 #include "queue_declarer.hpp"
 
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 
 #include <amqp.h>
 
@@ -67,7 +67,7 @@ class ConfirmTracker {
 // only.
 class Publisher {
  public:
-  Publisher(const RabbitmqTransport::Options& options, SharedState& shared, Connection& connection,
+  Publisher(const rabbitmq::Transport::Options& options, SharedState& shared, Connection& connection,
             QueueDeclarer& declarer);
 
   // Sends what is queued, up to Options::max_in_flight unconfirmed messages.
@@ -87,7 +87,7 @@ class Publisher {
   bool idle() const { return confirms_.empty(); }
 
  private:
-  const RabbitmqTransport::Options& options_;
+  const rabbitmq::Transport::Options& options_;
   SharedState& shared_;
   Connection& connection_;
   QueueDeclarer& declarer_;

@@ -10,7 +10,7 @@ namespace babelqueue::rabbitmq::detail {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-QueueDeclarer::QueueDeclarer(const RabbitmqTransport::Options& options, Connection& connection)
+QueueDeclarer::QueueDeclarer(const rabbitmq::Transport::Options& options, Connection& connection)
     : options_(options), connection_(connection) {}
 
 Result<std::uint32_t> QueueDeclarer::declare(const std::string& queue, milliseconds bucket) {
@@ -22,7 +22,7 @@ Result<std::uint32_t> QueueDeclarer::declare(const std::string& queue, milliseco
     // them through the default exchange back to the queue.
     bucket_arguments = detail::bucket_arguments(queue, bucket);
     arguments = bucket_table(bucket_arguments, entries);
-  } else if (options_.queue_type == RabbitmqTransport::QueueType::quorum) {
+  } else if (options_.queue_type == rabbitmq::Transport::QueueType::quorum) {
     amqp_table_entry_t type{};
     type.key = bytes_of("x-queue-type");
     type.value.kind = AMQP_FIELD_KIND_UTF8;

@@ -6,7 +6,7 @@
 
 #include "connection.hpp"
 
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/result.hpp>
 
 #include <chrono>
@@ -20,7 +20,7 @@ namespace babelqueue::rabbitmq::detail {
 // Used by the I/O thread only.
 class QueueDeclarer {
  public:
-  QueueDeclarer(const RabbitmqTransport::Options& options, Connection& connection);
+  QueueDeclarer(const rabbitmq::Transport::Options& options, Connection& connection);
 
   // Declares queue (a delay bucket queue when bucket > 0) and answers its
   // ready count. A failure on the control channel leaves the connection up.
@@ -35,7 +35,7 @@ class QueueDeclarer {
   void forget_all() { declared_.clear(); }
 
  private:
-  const RabbitmqTransport::Options& options_;
+  const rabbitmq::Transport::Options& options_;
   Connection& connection_;
   std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> declared_;
 };

@@ -1,4 +1,4 @@
-// RabbitmqTransport: the public class and its API-thread side (State). The
+// rabbitmq::Transport: the public class and its API-thread side (State). The
 // pieces, by concept and by the thread that uses them (ADR 0007):
 //   shared_state    what API threads and the I/O thread share, under one mutex
 //   io_loop         the I/O thread: its loop, frames, sleep and reconnects
@@ -13,7 +13,7 @@
 #include "io_loop.hpp"
 #include "shared_state.hpp"
 
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 
 #include <algorithm>
@@ -39,7 +39,7 @@ using std::chrono::milliseconds;
 
 // The API threads' side: checks requests, queues them in SharedState for the
 // I/O thread and waits for the answers. Used by any thread.
-class RabbitmqTransport::State {
+class rabbitmq::Transport::State {
  public:
   explicit State(Options options)
       : options_(std::move(options)), endpoint_(rabbitmq::detail::endpoint_of(options_)), io_(options_, shared_) {}
@@ -214,13 +214,13 @@ class RabbitmqTransport::State {
   bool stopped_ = false;   // under stop_mutex_
 };
 
-// ---- RabbitmqTransport ----------------------------------------------------
+// ---- rabbitmq::Transport ----------------------------------------------------
 
-RabbitmqTransport::RabbitmqTransport(std::shared_ptr<State> state) : state_(std::move(state)) {}
+rabbitmq::Transport::Transport(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
-RabbitmqTransport::~RabbitmqTransport() { close(std::chrono::seconds(5)); }
+rabbitmq::Transport::~Transport() { close(std::chrono::seconds(5)); }
 
-Result<std::unique_ptr<RabbitmqTransport>> RabbitmqTransport::open(Options options) {
+Result<std::unique_ptr<rabbitmq::Transport>> rabbitmq::Transport::open(Options options) {
   if (options.host.empty()) return unexpected(Errc::invalid_argument, "rabbitmq: empty host");
   if (options.max_in_flight == 0) return unexpected(Errc::invalid_argument, "rabbitmq: max_in_flight must be >= 1");
   if (options.heartbeat.count() < 0 || options.heartbeat.count() > 65535) {
@@ -237,10 +237,10 @@ Result<std::unique_ptr<RabbitmqTransport>> RabbitmqTransport::open(Options optio
   }
   auto state = std::make_shared<State>(std::move(options));
   if (auto started = state->start(); !started) return unexpected(started.error());
-  return std::unique_ptr<RabbitmqTransport>(new RabbitmqTransport(std::move(state)));
+  return std::unique_ptr<rabbitmq::Transport>(new rabbitmq::Transport(std::move(state)));
 }
 
-Result<RabbitmqTransport::Options> RabbitmqTransport::options_from_url(const Url& url) {
+Result<rabbitmq::Transport::Options> rabbitmq::Transport::options_from_url(const Url& url) {
   Options options;
   if (url.scheme != "amqp" && url.scheme != "amqps") {
     return unexpected(Errc::invalid_argument, "rabbitmq: not an amqp:// or amqps:// URL: " + url.redacted());
@@ -321,9 +321,9 @@ Result<RabbitmqTransport::Options> RabbitmqTransport::options_from_url(const Url
   return options;
 }
 
-const RabbitmqTransport::Options& RabbitmqTransport::options() const noexcept { return state_->options(); }
+const rabbitmq::Transport::Options& rabbitmq::Transport::options() const noexcept { return state_->options(); }
 
-Capabilities RabbitmqTransport::capabilities() const {
+Capabilities rabbitmq::Transport::capabilities() const {
   Capabilities caps;
   caps.headers = true;
   caps.native_delay = true;
@@ -337,7 +337,8 @@ Capabilities RabbitmqTransport::capabilities() const {
   return caps;
 }
 
-Result<void> RabbitmqTransport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
+Result<void> rabbitmq::Transport::publish(std::string_view queue, std::string_view body,
+                                          const PublishOptions& options) {
   OutgoingMessage message;
   message.queue = std::string(queue);
   message.body = std::string(body);
@@ -345,18 +346,18 @@ Result<void> RabbitmqTransport::publish(std::string_view queue, std::string_view
   return state_->publish(std::span<const OutgoingMessage>(&message, 1));
 }
 
-Result<void> RabbitmqTransport::publish_batch(std::span<const OutgoingMessage> messages) {
+Result<void> rabbitmq::Transport::publish_batch(std::span<const OutgoingMessage> messages) {
   return state_->publish(messages);
 }
 
-Result<std::vector<Delivery>> RabbitmqTransport::receive(std::string_view queue, std::size_t max,
-                                                         std::chrono::milliseconds wait) {
+Result<std::vector<Delivery>> rabbitmq::Transport::receive(std::string_view queue, std::size_t max,
+                                                           std::chrono::milliseconds wait) {
   return state_->receive(queue, max, wait);
 }
 
-Result<void> RabbitmqTransport::ack(const Delivery& delivery) { return state_->settle(delivery, true); }
+Result<void> rabbitmq::Transport::ack(const Delivery& delivery) { return state_->settle(delivery, true); }
 
-Result<void> RabbitmqTransport::release(const Delivery& delivery, std::chrono::milliseconds delay) {
+Result<void> rabbitmq::Transport::release(const Delivery& delivery, std::chrono::milliseconds delay) {
   if (delay.count() <= 0) return state_->settle(delivery, false);
   if (!state_->holds(delivery)) return state_->settle(delivery, false);  // reports not_found / closed
   // Delayed: a confirmed copy into the delay bucket first, then the ack, so
@@ -373,16 +374,16 @@ Result<void> RabbitmqTransport::release(const Delivery& delivery, std::chrono::m
   return state_->settle(delivery, true);
 }
 
-Result<QueueStats> RabbitmqTransport::stats(std::string_view queue) { return state_->stats(queue); }
+Result<QueueStats> rabbitmq::Transport::stats(std::string_view queue) { return state_->stats(queue); }
 
-void RabbitmqTransport::close(std::chrono::milliseconds deadline) { state_->stop(deadline); }
+void rabbitmq::Transport::close(std::chrono::milliseconds deadline) { state_->stop(deadline); }
 
-std::uint64_t RabbitmqTransport::reconnects() const noexcept { return state_->reconnects(); }
+std::uint64_t rabbitmq::Transport::reconnects() const noexcept { return state_->reconnects(); }
 
 namespace rabbitmq {
 
 void register_transport() {
-  const TransportFactory factory = url_factory<RabbitmqTransport>();
+  const TransportFactory factory = url_factory<rabbitmq::Transport>();
   babelqueue::register_transport("amqp", factory);
   babelqueue::register_transport("amqps", factory);
 }

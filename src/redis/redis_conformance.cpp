@@ -2,7 +2,7 @@
 
 #include "redis_connection.hpp"
 
-#include <babelqueue/redis_transport.hpp>
+#include <babelqueue/redis/transport.hpp>
 #include <babelqueue/url.hpp>
 #include <babelqueue/uuid.hpp>
 
@@ -15,7 +15,7 @@ using namespace std::chrono_literals;
 
 // The list elements of queue, read with a connection of our own (LRANGE),
 // so the check sees what Redis stores rather than what the transport says.
-Result<std::vector<std::string>> stored_elements(const RedisTransport::Options& options, const std::string& queue) {
+Result<std::vector<std::string>> stored_elements(const redis::Transport::Options& options, const std::string& queue) {
   auto endpoint = redis_detail::endpoint_of(options);
   if (!endpoint) return unexpected(endpoint.error());
   auto connection = redis_detail::Connection::open(*endpoint, options.connect_timeout);
@@ -47,12 +47,12 @@ void payload_identity(const conformance::Suite& suite, const Value& block, const
     reporter.skip(name, "needs --url redis://... (a live Redis)");
     return;
   }
-  auto transport_options = RedisTransport::options_from_url(*url);
+  auto transport_options = redis::Transport::options_from_url(*url);
   if (!transport_options) {
     reporter.fail(name, transport_options.error().message());
     return;
   }
-  auto transport = RedisTransport::open(*transport_options);
+  auto transport = redis::Transport::open(*transport_options);
   if (!transport) {
     reporter.fail(name, transport.error().message());
     return;

@@ -489,7 +489,7 @@ Result<Reply> Connection::execute(const Command& command, std::chrono::milliseco
 
 void Connection::interrupt() noexcept { io_->interrupt(); }
 
-Result<Endpoint> endpoint_of(const RedisTransport::Options& options) {
+Result<Endpoint> endpoint_of(const redis::Transport::Options& options) {
   Endpoint endpoint;
   endpoint.host = options.host;
   endpoint.port = options.port;

@@ -7,7 +7,7 @@
 // it out); only interrupt() may be called from another thread.
 #pragma once
 
-#include <babelqueue/redis_transport.hpp>
+#include <babelqueue/redis/transport.hpp>
 #include <babelqueue/result.hpp>
 
 #include <atomic>
@@ -59,7 +59,7 @@ struct Endpoint {
 
 // The endpoint of a transport's options, its TLS context loaded when TLS is
 // on (errors as make_tls_context's).
-Result<Endpoint> endpoint_of(const RedisTransport::Options& options);
+Result<Endpoint> endpoint_of(const redis::Transport::Options& options);
 
 // Loads the TLS settings into an OpenSSL context. Errc::invalid_argument
 // naming the file that cannot be read.

@@ -2,7 +2,7 @@
 #include "redis_frame.hpp"
 #include "redis_scripts.hpp"
 
-#include <babelqueue/redis_transport.hpp>
+#include <babelqueue/redis/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url_options.hpp>
 #include <babelqueue/uuid.hpp>
@@ -108,7 +108,7 @@ std::string seconds_text(milliseconds d) {
 
 }  // namespace
 
-class RedisTransport::State {
+class redis::Transport::State {
  public:
   struct Pooled {
     std::unique_ptr<Connection> connection;
@@ -362,13 +362,13 @@ std::string delayed_key(std::string_view queue) { return std::string(queue).appe
 
 }  // namespace
 
-RedisTransport::RedisTransport(std::unique_ptr<State> state) : state_(std::move(state)) {}
+redis::Transport::Transport(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
-RedisTransport::~RedisTransport() { close(); }
+redis::Transport::~Transport() { close(); }
 
-const RedisTransport::Options& RedisTransport::options() const noexcept { return state_->options; }
+const redis::Transport::Options& redis::Transport::options() const noexcept { return state_->options; }
 
-Result<std::unique_ptr<RedisTransport>> RedisTransport::open(Options options) {
+Result<std::unique_ptr<redis::Transport>> redis::Transport::open(Options options) {
   if (options.host.empty()) return unexpected(Errc::invalid_argument, "the Redis host is empty");
   if (options.visibility_timeout.count() <= 0) {
     return unexpected(Errc::invalid_argument, "visibility_timeout must be positive");
@@ -395,10 +395,10 @@ Result<std::unique_ptr<RedisTransport>> RedisTransport::open(Options options) {
     auto first = state->borrow(Clock::now() + state->options.connect_timeout);
     if (!first) return unexpected(first.error());
   }
-  return std::unique_ptr<RedisTransport>(new RedisTransport(std::move(state)));
+  return std::unique_ptr<redis::Transport>(new redis::Transport(std::move(state)));
 }
 
-Capabilities RedisTransport::capabilities() const {
+Capabilities redis::Transport::capabilities() const {
   Capabilities caps;
   caps.headers = true;
   caps.native_delay = true;
@@ -412,7 +412,7 @@ Capabilities RedisTransport::capabilities() const {
   return caps;
 }
 
-Result<void> RedisTransport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
+Result<void> redis::Transport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
   if (auto valid = check_queue(queue); !valid) return unexpected(valid.error());
   if (state_->closed()) return closed_error();
   auto element = redis_detail::frame(body, options.headers);
@@ -432,7 +432,7 @@ Result<void> RedisTransport::publish(std::string_view queue, std::string_view bo
   return {};
 }
 
-Result<void> RedisTransport::publish_batch(std::span<const OutgoingMessage> messages) {
+Result<void> redis::Transport::publish_batch(std::span<const OutgoingMessage> messages) {
   if (state_->closed()) return closed_error();
   for (const OutgoingMessage& message : messages) {
     if (auto valid = check_queue(message.queue); !valid) return unexpected(valid.error());
@@ -501,8 +501,8 @@ Result<void> RedisTransport::publish_batch(std::span<const OutgoingMessage> mess
   return {};
 }
 
-Result<std::vector<Delivery>> RedisTransport::receive(std::string_view queue, std::size_t max,
-                                                      std::chrono::milliseconds wait) {
+Result<std::vector<Delivery>> redis::Transport::receive(std::string_view queue, std::size_t max,
+                                                        std::chrono::milliseconds wait) {
   if (auto valid = check_queue(queue); !valid) return unexpected(valid.error());
   if (max == 0) return unexpected(Errc::invalid_argument, "receive needs max >= 1");
   if (state_->closed()) return closed_error();
@@ -563,7 +563,7 @@ Result<std::vector<Delivery>> RedisTransport::receive(std::string_view queue, st
   }
 }
 
-Result<void> RedisTransport::ack(const Delivery& delivery) {
+Result<void> redis::Transport::ack(const Delivery& delivery) {
   auto member = lease_member(delivery);
   if (!member) return unexpected(member.error());
   if (state_->closed()) return closed_error();
@@ -579,7 +579,7 @@ Result<void> RedisTransport::ack(const Delivery& delivery) {
   return {};
 }
 
-Result<void> RedisTransport::release(const Delivery& delivery, std::chrono::milliseconds delay) {
+Result<void> redis::Transport::release(const Delivery& delivery, std::chrono::milliseconds delay) {
   auto member = lease_member(delivery);
   if (!member) return unexpected(member.error());
   const std::string leases = leases_key(delivery.queue);
@@ -595,7 +595,7 @@ Result<void> RedisTransport::release(const Delivery& delivery, std::chrono::mill
   return {};
 }
 
-Result<void> RedisTransport::extend(const Delivery& delivery, std::chrono::milliseconds lease) {
+Result<void> redis::Transport::extend(const Delivery& delivery, std::chrono::milliseconds lease) {
   auto member = lease_member(delivery);
   if (!member) return unexpected(member.error());
   if (lease.count() <= 0) return unexpected(Errc::invalid_argument, "extend needs a positive lease");
@@ -611,7 +611,7 @@ Result<void> RedisTransport::extend(const Delivery& delivery, std::chrono::milli
   return {};
 }
 
-Result<QueueStats> RedisTransport::stats(std::string_view queue) {
+Result<QueueStats> redis::Transport::stats(std::string_view queue) {
   if (auto valid = check_queue(queue); !valid) return unexpected(valid.error());
   const std::string leases = leases_key(queue);
   const std::string delayed = delayed_key(queue);
@@ -630,9 +630,9 @@ Result<QueueStats> RedisTransport::stats(std::string_view queue) {
   return stats;
 }
 
-void RedisTransport::close(std::chrono::milliseconds deadline) { state_->close(deadline); }
+void redis::Transport::close(std::chrono::milliseconds deadline) { state_->close(deadline); }
 
-Result<RedisTransport::Options> RedisTransport::options_from_url(const Url& url) {
+Result<redis::Transport::Options> redis::Transport::options_from_url(const Url& url) {
   if (url.scheme != "redis" && url.scheme != "rediss") {
     return unexpected(Errc::invalid_argument, "not a redis:// or rediss:// URL: " + url.redacted());
   }
@@ -673,7 +673,7 @@ Result<RedisTransport::Options> RedisTransport::options_from_url(const Url& url)
 namespace redis {
 
 void register_transport() {
-  const TransportFactory factory = url_factory<RedisTransport>();
+  const TransportFactory factory = url_factory<redis::Transport>();
   babelqueue::register_transport("redis", factory);
   babelqueue::register_transport("rediss", factory);
 }

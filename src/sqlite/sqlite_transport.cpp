@@ -2,7 +2,7 @@
 
 #include <babelqueue/clock.hpp>
 #include <babelqueue/json.hpp>
-#include <babelqueue/sqlite_transport.hpp>
+#include <babelqueue/sqlite/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url_options.hpp>
 #include <babelqueue/uuid.hpp>
@@ -108,7 +108,7 @@ std::int64_t to_ms(milliseconds duration) noexcept { return static_cast<std::int
 
 // Everything behind the transport: the connection (guarded by db_mutex) and
 // the wake-up channel of waiting receivers (guarded by wake_mutex).
-class SqliteTransport::State {
+class sqlite::Transport::State {
  public:
   struct Statements {
     Statement insert;
@@ -160,7 +160,7 @@ class SqliteTransport::State {
   Result<void> settle(Statement& statement, const Delivery& delivery, std::string_view doing, BindExtra bind_extra);
 };
 
-Result<void> SqliteTransport::State::connect() {
+Result<void> sqlite::Transport::State::connect() {
   auto opened = Database::open(options.path, options.busy_timeout);
   if (!opened) return unexpected(opened.error());
   db = std::move(*opened);
@@ -229,9 +229,9 @@ Result<void> SqliteTransport::State::connect() {
   return {};
 }
 
-Result<void> SqliteTransport::State::insert(std::string_view queue, std::string_view body,
-                                            const std::optional<std::string>& headers, milliseconds delay,
-                                            std::int64_t now) {
+Result<void> sqlite::Transport::State::insert(std::string_view queue, std::string_view body,
+                                              const std::optional<std::string>& headers, milliseconds delay,
+                                              std::int64_t now) {
   Statement& statement = statements.insert;
   const Statement::Use use(statement);
   statement.bind_text(1, queue);
@@ -248,7 +248,7 @@ Result<void> SqliteTransport::State::insert(std::string_view queue, std::string_
   return {};
 }
 
-Result<std::optional<std::int64_t>> SqliteTransport::State::next_available(std::string_view queue) {
+Result<std::optional<std::int64_t>> sqlite::Transport::State::next_available(std::string_view queue) {
   const std::lock_guard lock(db_mutex);
   if (!db.is_open()) return closed_error();
   Statement& statement = statements.next_available;
@@ -260,7 +260,7 @@ Result<std::optional<std::int64_t>> SqliteTransport::State::next_available(std::
   return std::optional<std::int64_t>(statement.column_int64(0));
 }
 
-Result<std::vector<Delivery>> SqliteTransport::State::claim(std::string_view queue, std::size_t max) {
+Result<std::vector<Delivery>> sqlite::Transport::State::claim(std::string_view queue, std::size_t max) {
   const std::lock_guard lock(db_mutex);
   if (!db.is_open()) return closed_error();
   return db.write_transaction("receive", [&]() -> Result<std::vector<Delivery>> {
@@ -304,8 +304,8 @@ Result<std::vector<Delivery>> SqliteTransport::State::claim(std::string_view que
 }
 
 template <class BindExtra>
-Result<void> SqliteTransport::State::settle(Statement& statement, const Delivery& delivery, std::string_view doing,
-                                            BindExtra bind_extra) {
+Result<void> sqlite::Transport::State::settle(Statement& statement, const Delivery& delivery, std::string_view doing,
+                                              BindExtra bind_extra) {
   const auto row_id = row_id_of(delivery);
   if (!row_id) return lease_lost(delivery, options.path);
   const std::lock_guard lock(db_mutex);
@@ -322,27 +322,27 @@ Result<void> SqliteTransport::State::settle(Statement& statement, const Delivery
   });
 }
 
-SqliteTransport::SqliteTransport(std::unique_ptr<State> state) : state_(std::move(state)) {}
+sqlite::Transport::Transport(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
-SqliteTransport::~SqliteTransport() { close(); }
+sqlite::Transport::~Transport() { close(); }
 
-Result<std::unique_ptr<SqliteTransport>> SqliteTransport::open(Options options) {
-  if (options.path.empty()) return unexpected(Errc::invalid_argument, "SqliteTransport needs a database path");
+Result<std::unique_ptr<sqlite::Transport>> sqlite::Transport::open(Options options) {
+  if (options.path.empty()) return unexpected(Errc::invalid_argument, "sqlite::Transport needs a database path");
   if (options.visibility_timeout.count() <= 0) {
-    return unexpected(Errc::invalid_argument, "SqliteTransport visibility_timeout must be positive");
+    return unexpected(Errc::invalid_argument, "sqlite::Transport visibility_timeout must be positive");
   }
   if (options.busy_timeout.count() < 0) {
-    return unexpected(Errc::invalid_argument, "SqliteTransport busy_timeout must not be negative");
+    return unexpected(Errc::invalid_argument, "sqlite::Transport busy_timeout must not be negative");
   }
   if (options.poll_interval.count() <= 0) {
-    return unexpected(Errc::invalid_argument, "SqliteTransport poll_interval must be positive");
+    return unexpected(Errc::invalid_argument, "sqlite::Transport poll_interval must be positive");
   }
   auto state = std::make_unique<State>(std::move(options));
   if (auto connected = state->connect(); !connected) return unexpected(connected.error());
-  return std::unique_ptr<SqliteTransport>(new SqliteTransport(std::move(state)));
+  return std::unique_ptr<sqlite::Transport>(new sqlite::Transport(std::move(state)));
 }
 
-Result<SqliteTransport::Options> SqliteTransport::options_from_url(const Url& url) {
+Result<sqlite::Transport::Options> sqlite::Transport::options_from_url(const Url& url) {
   if (url.scheme != "sqlite") {
     return unexpected(Errc::invalid_argument, "not a sqlite:// URL: " + url.redacted());
   }
@@ -368,9 +368,9 @@ Result<SqliteTransport::Options> SqliteTransport::options_from_url(const Url& ur
   return options;
 }
 
-const SqliteTransport::Options& SqliteTransport::options() const noexcept { return state_->options; }
+const sqlite::Transport::Options& sqlite::Transport::options() const noexcept { return state_->options; }
 
-Capabilities SqliteTransport::capabilities() const {
+Capabilities sqlite::Transport::capabilities() const {
   Capabilities caps;
   caps.headers = true;
   caps.native_delay = true;
@@ -384,12 +384,12 @@ Capabilities SqliteTransport::capabilities() const {
   return caps;
 }
 
-Result<void> SqliteTransport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
+Result<void> sqlite::Transport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
   const OutgoingMessage message{std::string(queue), std::string(body), options};
   return publish_batch(std::span<const OutgoingMessage>(&message, 1));
 }
 
-Result<void> SqliteTransport::publish_batch(std::span<const OutgoingMessage> messages) {
+Result<void> sqlite::Transport::publish_batch(std::span<const OutgoingMessage> messages) {
   // Everything that can be refused is checked before the transaction, so a
   // batch is all or nothing.
   std::vector<std::optional<std::string>> headers;
@@ -426,7 +426,7 @@ Result<void> SqliteTransport::publish_batch(std::span<const OutgoingMessage> mes
   return {};
 }
 
-Result<std::vector<Delivery>> SqliteTransport::receive(std::string_view queue, std::size_t max, milliseconds wait) {
+Result<std::vector<Delivery>> sqlite::Transport::receive(std::string_view queue, std::size_t max, milliseconds wait) {
   if (auto valid = check_queue_name(queue); !valid) return unexpected(valid.error());
   if (max == 0) return unexpected(Errc::invalid_argument, "receive needs max >= 1");
   const Clock::time_point deadline = Clock::now() + std::clamp(wait, milliseconds(0), kLongestWait);
@@ -458,12 +458,12 @@ Result<std::vector<Delivery>> SqliteTransport::receive(std::string_view queue, s
   }
 }
 
-Result<void> SqliteTransport::ack(const Delivery& delivery) {
+Result<void> sqlite::Transport::ack(const Delivery& delivery) {
   if (state_->closed) return closed_error();
   return state_->settle(state_->statements.remove, delivery, "ack", [](Statement&) {});
 }
 
-Result<void> SqliteTransport::release(const Delivery& delivery, milliseconds delay) {
+Result<void> sqlite::Transport::release(const Delivery& delivery, milliseconds delay) {
   if (delay.count() < 0) return unexpected(Errc::invalid_argument, "the release delay is negative");
   if (state_->closed) return closed_error();
   auto released = state_->settle(state_->statements.release, delivery, "release",
@@ -472,14 +472,14 @@ Result<void> SqliteTransport::release(const Delivery& delivery, milliseconds del
   return released;
 }
 
-Result<void> SqliteTransport::extend(const Delivery& delivery, milliseconds lease) {
+Result<void> sqlite::Transport::extend(const Delivery& delivery, milliseconds lease) {
   if (lease.count() < 0) return unexpected(Errc::invalid_argument, "the lease is negative");
   if (state_->closed) return closed_error();
   return state_->settle(state_->statements.extend, delivery, "extend",
                         [&](Statement& statement) { statement.bind(3, now_epoch_ms() + to_ms(lease)); });
 }
 
-Result<QueueStats> SqliteTransport::stats(std::string_view queue) {
+Result<QueueStats> sqlite::Transport::stats(std::string_view queue) {
   if (auto valid = check_queue_name(queue); !valid) return unexpected(valid.error());
   if (state_->closed) return closed_error();
   const std::lock_guard lock(state_->db_mutex);
@@ -493,7 +493,7 @@ Result<QueueStats> SqliteTransport::stats(std::string_view queue) {
   return QueueStats{statement.column_int64(0), statement.column_int64(1), statement.column_int64(2)};
 }
 
-void SqliteTransport::close(milliseconds deadline) {
+void sqlite::Transport::close(milliseconds deadline) {
   if (!state_) return;
   if (!state_->closed.exchange(true)) {
     { const std::lock_guard lock(state_->wake_mutex); }
@@ -516,7 +516,7 @@ void SqliteTransport::close(milliseconds deadline) {
 
 namespace sqlite {
 
-void register_transport() { babelqueue::register_transport("sqlite", url_factory<SqliteTransport>()); }
+void register_transport() { babelqueue::register_transport("sqlite", url_factory<sqlite::Transport>()); }
 
 }  // namespace sqlite
 }  // namespace babelqueue

@@ -1,4 +1,4 @@
-#include <babelqueue/sqs_credentials.hpp>
+#include <babelqueue/sqs/credentials.hpp>
 
 #include <cstdlib>
 #include <fstream>

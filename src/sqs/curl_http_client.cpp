@@ -1,4 +1,4 @@
-#include <babelqueue/sqs_http_client.hpp>
+#include <babelqueue/sqs/http_client.hpp>
 
 #include <curl/curl.h>
 

@@ -1,4 +1,4 @@
-#include <babelqueue/sqs_signer.hpp>
+#include "sigv4_signer.hpp"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>

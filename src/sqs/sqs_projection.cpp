@@ -1,9 +1,10 @@
 #include "sqs_projection.hpp"
 
+#include "sigv4_signer.hpp"
+
 #include <babelqueue/attempts_rule.hpp>
 #include <babelqueue/binding.hpp>
 #include <babelqueue/envelope.hpp>
-#include <babelqueue/sqs_signer.hpp>
 
 #include <cctype>
 #include <optional>

@@ -1,9 +1,9 @@
+#include "sigv4_signer.hpp"
 #include "sqs_projection.hpp"
 
 #include <babelqueue/binding.hpp>
 #include <babelqueue/json.hpp>
-#include <babelqueue/sqs_signer.hpp>
-#include <babelqueue/sqs_transport.hpp>
+#include <babelqueue/sqs/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 
 #include <algorithm>
@@ -170,7 +170,7 @@ Errc errc_for(std::string_view code, long status) {
 
 // One SendMessage / SendMessageBatch entry's fields (without braces).
 Result<void> append_message_fields(std::string& out, std::string_view queue, std::string_view body,
-                                   const PublishOptions& publish, const SqsTransport::Options& options) {
+                                   const PublishOptions& publish, const sqs::Transport::Options& options) {
   append_key(out, "MessageBody");
   if (auto r = append_string(out, body, "the message body"); !r) return r;
   if (publish.delay.count() > 0) {
@@ -248,7 +248,7 @@ struct DeleteQueue {
 
 }  // namespace
 
-class SqsTransport::State {
+class sqs::Transport::State {
  public:
   explicit State(Options opts) : options(std::move(opts)) {}
 
@@ -285,8 +285,8 @@ class SqsTransport::State {
   }
 };
 
-Result<Value> SqsTransport::State::call(std::string_view operation, std::string body, milliseconds extra_time,
-                                        bool cancellable) {
+Result<Value> sqs::Transport::State::call(std::string_view operation, std::string body, milliseconds extra_time,
+                                          bool cancellable) {
   if (closed.load()) return closed_error();
   struct InFlight {
     State* state;
@@ -350,7 +350,7 @@ Result<Value> SqsTransport::State::call(std::string_view operation, std::string 
   return unexpected(errc_for(code, response->status), std::move(text));
 }
 
-Result<std::string> SqsTransport::State::create_queue(std::string_view name) {
+Result<std::string> sqs::Transport::State::create_queue(std::string_view name) {
   Object attributes;
   if (name.ends_with(kFifoSuffix)) {
     attributes.set("FifoQueue", "true");
@@ -373,7 +373,7 @@ Result<std::string> SqsTransport::State::create_queue(std::string_view name) {
   return *url;
 }
 
-Result<std::string> SqsTransport::State::resolve(std::string_view queue) {
+Result<std::string> sqs::Transport::State::resolve(std::string_view queue) {
   if (is_queue_url(queue)) return std::string(queue);
   {
     const std::lock_guard lock(urls_mutex);
@@ -429,7 +429,7 @@ Result<std::string> SqsTransport::State::resolve(std::string_view queue) {
   return url;
 }
 
-Delivery SqsTransport::State::to_delivery(std::string_view queue, const Value& message) const {
+Delivery sqs::Transport::State::to_delivery(std::string_view queue, const Value& message) const {
   Delivery delivery;
   delivery.queue = std::string(queue);
   if (const std::string* body = string_member(message, "Body")) delivery.body = *body;
@@ -455,7 +455,7 @@ Delivery SqsTransport::State::to_delivery(std::string_view queue, const Value& m
   return delivery;
 }
 
-DeleteQueue& SqsTransport::State::delete_queue(const std::string& url) {
+DeleteQueue& sqs::Transport::State::delete_queue(const std::string& url) {
   const std::lock_guard lock(deletes_mutex);
   auto& slot = deletes[url];
   if (!slot) slot = std::make_unique<DeleteQueue>();
@@ -463,7 +463,7 @@ DeleteQueue& SqsTransport::State::delete_queue(const std::string& url) {
 }
 
 // Deletes a batch; each entry's outcome goes to its PendingDelete.
-Result<void> SqsTransport::State::delete_batch(const std::string& url, std::span<PendingDelete* const> batch) {
+Result<void> sqs::Transport::State::delete_batch(const std::string& url, std::span<PendingDelete* const> batch) {
   std::string body = "{\"QueueUrl\":";
   if (auto r = append_string(body, url, "the queue URL"); !r) return r;
   if (batch.size() == 1) {
@@ -503,8 +503,8 @@ Result<void> SqsTransport::State::delete_batch(const std::string& url, std::span
   return {};
 }
 
-Result<void> SqsTransport::State::change_visibility(const Delivery& delivery, std::int64_t seconds,
-                                                    std::string_view doing) {
+Result<void> sqs::Transport::State::change_visibility(const Delivery& delivery, std::int64_t seconds,
+                                                      std::string_view doing) {
   if (delivery.token.text.empty()) return unexpected(Errc::invalid_argument, "the delivery has no SQS receipt handle");
   auto url = resolve(delivery.queue);
   if (!url) return unexpected(url.error());
@@ -526,13 +526,13 @@ Result<void> SqsTransport::State::change_visibility(const Delivery& delivery, st
   return {};
 }
 
-// ---- SqsTransport ----------------------------------------------------------------------------
+// ---- sqs::Transport ----------------------------------------------------------------------------
 
-SqsTransport::SqsTransport(std::unique_ptr<State> state) : state_(std::move(state)) {}
+sqs::Transport::Transport(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
-SqsTransport::~SqsTransport() { close(); }
+sqs::Transport::~Transport() { close(); }
 
-Result<std::unique_ptr<SqsTransport>> SqsTransport::open(Options options) {
+Result<std::unique_ptr<sqs::Transport>> sqs::Transport::open(Options options) {
   if (options.max_wait < seconds(0) || options.max_wait > seconds(20)) {
     return unexpected(Errc::invalid_argument, "the SQS long-poll wait must be 0 to 20 seconds");
   }
@@ -560,10 +560,10 @@ Result<std::unique_ptr<SqsTransport>> SqsTransport::open(Options options) {
   state->http = state->options.http_client
                     ? state->options.http_client
                     : std::shared_ptr<sqs::HttpClient>(sqs::make_curl_http_client(state->options.curl));
-  return std::unique_ptr<SqsTransport>(new SqsTransport(std::move(state)));
+  return std::unique_ptr<sqs::Transport>(new sqs::Transport(std::move(state)));
 }
 
-Result<SqsTransport::Options> SqsTransport::options_from_url(const Url& url) {
+Result<sqs::Transport::Options> sqs::Transport::options_from_url(const Url& url) {
   if (url.scheme != "sqs") return unexpected(Errc::invalid_argument, "not an sqs:// URL: " + url.redacted());
   static constexpr std::string_view kKnown[] = {"endpoint",      "prefix",          "fifo",
                                                 "group_id",      "wait_time",       "visibility_timeout",
@@ -609,9 +609,9 @@ Result<SqsTransport::Options> SqsTransport::options_from_url(const Url& url) {
   return options;
 }
 
-const SqsTransport::Options& SqsTransport::options() const noexcept { return state_->options; }
+const sqs::Transport::Options& sqs::Transport::options() const noexcept { return state_->options; }
 
-Capabilities SqsTransport::capabilities() const {
+Capabilities sqs::Transport::capabilities() const {
   Capabilities caps;
   caps.headers = true;
   caps.native_delay = !state_->options.fifo;  // FIFO queues have no per-message delay
@@ -635,7 +635,7 @@ Capabilities SqsTransport::capabilities() const {
   return caps;
 }
 
-Result<void> SqsTransport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
+Result<void> sqs::Transport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
   if (state_->closed.load()) return closed_error();
   if (auto r = check_queue_name(queue); !r) return r;
   if (auto r = check_delay(queue, options.delay); !r) return r;
@@ -656,7 +656,7 @@ Result<void> SqsTransport::publish(std::string_view queue, std::string_view body
   return {};
 }
 
-Result<void> SqsTransport::publish_batch(std::span<const OutgoingMessage> messages) {
+Result<void> sqs::Transport::publish_batch(std::span<const OutgoingMessage> messages) {
   if (state_->closed.load()) return closed_error();
   std::size_t published = 0;
   // Consecutive messages of one queue go together, 10 (and 256 KiB) per call.
@@ -716,7 +716,7 @@ Result<void> SqsTransport::publish_batch(std::span<const OutgoingMessage> messag
   return {};
 }
 
-Result<std::vector<Delivery>> SqsTransport::receive(std::string_view queue, std::size_t max, milliseconds wait) {
+Result<std::vector<Delivery>> sqs::Transport::receive(std::string_view queue, std::size_t max, milliseconds wait) {
   if (state_->closed.load()) return closed_error();
   if (auto r = check_queue_name(queue); !r) return unexpected(r.error());
   if (max == 0) return unexpected(Errc::invalid_argument, "receive needs max >= 1");
@@ -760,7 +760,7 @@ Result<std::vector<Delivery>> SqsTransport::receive(std::string_view queue, std:
   }
 }
 
-Result<void> SqsTransport::ack(const Delivery& delivery) {
+Result<void> sqs::Transport::ack(const Delivery& delivery) {
   if (state_->closed.load()) return closed_error();
   if (delivery.token.text.empty()) return unexpected(Errc::invalid_argument, "the delivery has no SQS receipt handle");
   auto url = state_->resolve(delivery.queue);
@@ -796,7 +796,7 @@ Result<void> SqsTransport::ack(const Delivery& delivery) {
   return {};
 }
 
-Result<void> SqsTransport::ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures) {
+Result<void> sqs::Transport::ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures) {
   const std::size_t before = failures.size();
   std::size_t start = 0;
   while (start < deliveries.size()) {
@@ -841,19 +841,19 @@ Result<void> SqsTransport::ack_batch(std::span<const Delivery> deliveries, std::
                                       " SQS deletes failed; the first: " + first.message());
 }
 
-Result<void> SqsTransport::release(const Delivery& delivery, milliseconds delay) {
+Result<void> sqs::Transport::release(const Delivery& delivery, milliseconds delay) {
   if (state_->closed.load()) return closed_error();
   const std::int64_t seconds_ = std::clamp<std::int64_t>(ceil_seconds(delay), 0, kMaxVisibility.count());
   return state_->change_visibility(delivery, seconds_, "release");
 }
 
-Result<void> SqsTransport::extend(const Delivery& delivery, milliseconds lease) {
+Result<void> sqs::Transport::extend(const Delivery& delivery, milliseconds lease) {
   if (state_->closed.load()) return closed_error();
   const std::int64_t seconds_ = std::clamp<std::int64_t>(ceil_seconds(lease), 0, kMaxVisibility.count());
   return state_->change_visibility(delivery, seconds_, "extend the visibility of");
 }
 
-std::string SqsTransport::dead_letter_queue(std::string_view queue) const {
+std::string sqs::Transport::dead_letter_queue(std::string_view queue) const {
   if (!state_->options.dead_letter_queue_url.empty()) return state_->options.dead_letter_queue_url;
   std::string name(queue);
   const bool fifo = name.ends_with(kFifoSuffix);
@@ -863,7 +863,7 @@ std::string SqsTransport::dead_letter_queue(std::string_view queue) const {
   return name;
 }
 
-Result<QueueStats> SqsTransport::stats(std::string_view queue) {
+Result<QueueStats> sqs::Transport::stats(std::string_view queue) {
   if (state_->closed.load()) return closed_error();
   if (auto r = check_queue_name(queue); !r) return unexpected(r.error());
   auto url = state_->resolve(queue);
@@ -891,7 +891,7 @@ Result<QueueStats> SqsTransport::stats(std::string_view queue) {
   return stats;
 }
 
-void SqsTransport::close(milliseconds deadline) {
+void sqs::Transport::close(milliseconds deadline) {
   if (state_->closed.exchange(true)) return;
   {
     // Long polls and short-poll pauses end at once (they watch the flag);
@@ -903,13 +903,13 @@ void SqsTransport::close(milliseconds deadline) {
   state_->http->abort();
 }
 
-Result<std::string> SqsTransport::queue_url(std::string_view queue) {
+Result<std::string> sqs::Transport::queue_url(std::string_view queue) {
   if (state_->closed.load()) return closed_error();
   if (auto r = check_queue_name(queue); !r) return unexpected(r.error());
   return state_->resolve(queue);
 }
 
-Result<Value> SqsTransport::request(std::string_view operation, const Value& input) {
+Result<Value> sqs::Transport::request(std::string_view operation, const Value& input) {
   auto body = to_json(input);
   if (!body)
     return unexpected(Errc::invalid_argument,
@@ -919,7 +919,7 @@ Result<Value> SqsTransport::request(std::string_view operation, const Value& inp
 
 namespace sqs {
 
-void register_transport() { babelqueue::register_transport("sqs", url_factory<SqsTransport>()); }
+void register_transport() { babelqueue::register_transport("sqs", url_factory<sqs::Transport>()); }
 
 }  // namespace sqs
 }  // namespace babelqueue

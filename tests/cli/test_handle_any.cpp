@@ -1,5 +1,5 @@
 // Worker::handle_any: the catch-all handler `babelqueue work` is built on.
-#include <babelqueue/memory_transport.hpp>
+#include <babelqueue/memory/transport.hpp>
 #include <babelqueue/worker.hpp>
 
 #include <gtest/gtest.h>
@@ -34,7 +34,7 @@ std::vector<bq::Delivery> take_all(bq::Transport& transport, std::string_view qu
 }
 
 TEST(HandleAny, TakesEveryUrnWithoutAHandlerOfItsOwn) {
-  bq::MemoryTransport transport;
+  bq::memory::Transport transport;
   bq::Worker worker(transport, options());
   std::vector<std::string> exact;
   std::vector<std::string> any;
@@ -53,7 +53,7 @@ TEST(HandleAny, TakesEveryUrnWithoutAHandlerOfItsOwn) {
 }
 
 TEST(HandleAny, TheUnknownUrnStrategyAppliesOnlyWithoutIt) {
-  bq::MemoryTransport transport;
+  bq::memory::Transport transport;
   auto o = options();
   o.unknown_urn = bq::UnknownUrnStrategy::dead_letter;
   o.dead_letter = true;
@@ -79,7 +79,7 @@ TEST(HandleAny, TheUnknownUrnStrategyAppliesOnlyWithoutIt) {
 }
 
 TEST(HandleAny, ItsFailuresAreRetriedThenDeadLettered) {
-  bq::MemoryTransport transport;
+  bq::memory::Transport transport;
   auto o = options();
   o.max_attempts = 2;
   o.dead_letter = true;
@@ -100,7 +100,7 @@ TEST(HandleAny, ItsFailuresAreRetriedThenDeadLettered) {
 }
 
 TEST(HandleAny, ALaterCallReplacesTheEarlierOne) {
-  bq::MemoryTransport transport;
+  bq::memory::Transport transport;
   bq::Worker worker(transport, options());
   int first = 0;
   int second = 0;
@@ -119,7 +119,7 @@ TEST(HandleAny, ALaterCallReplacesTheEarlierOne) {
 }
 
 TEST(HandleAny, PoisonNeverReachesIt) {
-  bq::MemoryTransport transport;
+  bq::memory::Transport transport;
   auto o = options();
   o.dead_letter = true;
   bq::Worker worker(transport, o);

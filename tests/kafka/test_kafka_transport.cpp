@@ -5,7 +5,7 @@
 #include "transport_contract.hpp"
 
 #include <babelqueue/envelope.hpp>
-#include <babelqueue/kafka_transport.hpp>
+#include <babelqueue/kafka/transport.hpp>
 #include <babelqueue/uuid.hpp>
 #include <babelqueue/worker.hpp>
 
@@ -32,13 +32,13 @@ std::string servers() { return kafka_url().substr(std::string("kafka://").size()
 std::string unique(const std::string& prefix) { return prefix + "-" + bq::uuid_v4().substr(0, 8); }
 
 // A transport of its own consumer group (so tests never rebalance each other).
-std::unique_ptr<bq::KafkaTransport> open_kafka(const std::string& query = "", const std::string& group = "") {
+std::unique_ptr<bq::kafka::Transport> open_kafka(const std::string& query = "", const std::string& group = "") {
   const std::string separator = query.empty() ? "" : "&";
   auto url = bq::Url::parse(kafka_url() + "?group=" + (group.empty() ? unique("test") : group) + separator + query);
   EXPECT_TRUE(url) << url.error().message();
-  auto options = bq::KafkaTransport::options_from_url(*url);
+  auto options = bq::kafka::Transport::options_from_url(*url);
   EXPECT_TRUE(options) << options.error().message();
-  auto opened = bq::KafkaTransport::open(*options);
+  auto opened = bq::kafka::Transport::open(*options);
   EXPECT_TRUE(opened) << opened.error().message();
   return opened ? std::move(*opened) : nullptr;
 }
@@ -346,7 +346,7 @@ TEST(KafkaBroker, TwoConsumersInOneGroupSharePartitions) {
   std::map<std::string, int> per_consumer;
   std::set<std::int32_t> partitions_a;
   std::atomic<bool> done{false};
-  auto consume = [&](bq::KafkaTransport& t, const std::string& name) {
+  auto consume = [&](bq::kafka::Transport& t, const std::string& name) {
     const auto deadline = Clock::now() + std::chrono::seconds(30);
     while (!done.load() && Clock::now() < deadline) {
       auto batch = t.receive(topic, 5, std::chrono::milliseconds(200));
@@ -455,7 +455,7 @@ TEST(KafkaBroker, AFullProduceQueueWaitsForRoomInsteadOfFailing) {
 
 TEST(KafkaBroker, AnUnreachableBrokerIsAClearError) {
   auto url = bq::Url::parse("kafka://127.0.0.1:1?publish_timeout=1");
-  auto options = bq::KafkaTransport::options_from_url(*url);
+  auto options = bq::kafka::Transport::options_from_url(*url);
   // librdkafka's complaints reach the transport's log sink, not stderr.
   std::mutex logged_mutex;
   std::vector<std::string> logged;
@@ -463,7 +463,7 @@ TEST(KafkaBroker, AnUnreachableBrokerIsAClearError) {
     std::lock_guard lock(logged_mutex);
     if (level >= bq::LogLevel::warning) logged.emplace_back(line);
   };
-  auto transport = bq::KafkaTransport::open(*options);
+  auto transport = bq::kafka::Transport::open(*options);
   ASSERT_TRUE(transport);
   auto published = (*transport)->publish("orders", "{}");
   ASSERT_FALSE(published);
@@ -490,7 +490,7 @@ TEST(KafkaBroker, ARebalanceCommitsOnlyWhatWasDoneAndRedeliversTheRest) {
   std::mutex mutex;
   std::vector<std::string> again;
   std::atomic<bool> stop{false};
-  auto consume = [&](bq::KafkaTransport& t) {
+  auto consume = [&](bq::kafka::Transport& t) {
     while (!stop.load()) {
       auto batch = t.receive(topic, 10, std::chrono::milliseconds(100));
       if (!batch) return;

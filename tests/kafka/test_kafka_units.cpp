@@ -4,7 +4,7 @@
 #include "partition_progress.hpp"
 
 #include <babelqueue/envelope.hpp>
-#include <babelqueue/kafka_transport.hpp>
+#include <babelqueue/kafka/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 
 #include <gtest/gtest.h>
@@ -18,12 +18,12 @@ using bq::kafka::detail::PartitionProgress;
 
 namespace {
 
-bq::KafkaTransport::Options parse(const std::string& text) {
+bq::kafka::Transport::Options parse(const std::string& text) {
   auto url = bq::Url::parse(text);
   EXPECT_TRUE(url) << url.error().message();
-  auto options = bq::KafkaTransport::options_from_url(*url);
+  auto options = bq::kafka::Transport::options_from_url(*url);
   EXPECT_TRUE(options) << options.error().message();
-  return options ? *options : bq::KafkaTransport::Options{};
+  return options ? *options : bq::kafka::Transport::Options{};
 }
 
 std::string fixture(const std::string& name) {
@@ -72,7 +72,7 @@ TEST(KafkaUrl, RefusesWhatItCannotUse) {
                            "kafka://h:9092/topic", "kafka://?group=x", "kafka://h:9092?session_timeout=-1"}) {
     auto url = bq::Url::parse(text);
     if (!url) continue;
-    auto options = bq::KafkaTransport::options_from_url(*url);
+    auto options = bq::kafka::Transport::options_from_url(*url);
     ASSERT_FALSE(options) << text;
     EXPECT_EQ(options.error().code(), bq::Errc::invalid_argument) << text;
   }
@@ -101,7 +101,7 @@ TEST(KafkaUrl, TheSharedTlsNamesBecomeLibrdkafkaProperties) {
 
 TEST(KafkaUrl, ErrorsUseTheSharedTexts) {
   auto refuse = [](const std::string& text) {
-    auto options = bq::KafkaTransport::options_from_url(*bq::Url::parse(text));
+    auto options = bq::kafka::Transport::options_from_url(*bq::Url::parse(text));
     EXPECT_FALSE(options) << text;
     return options ? std::string() : options.error().message();
   };
@@ -116,23 +116,23 @@ TEST(KafkaUrl, ErrorsUseTheSharedTexts) {
 }
 
 TEST(KafkaTransport, RefusesBadOptionsBeforeConnecting) {
-  bq::KafkaTransport::Options options;
+  bq::kafka::Transport::Options options;
   options.retry_tiers = {5s, 1s};
-  auto opened = bq::KafkaTransport::open(options);
+  auto opened = bq::kafka::Transport::open(options);
   ASSERT_FALSE(opened);
   EXPECT_EQ(opened.error().code(), bq::Errc::invalid_argument);
   options.retry_tiers = {};
   options.client_properties["no.such.property"] = "1";
-  opened = bq::KafkaTransport::open(options);
+  opened = bq::kafka::Transport::open(options);
   ASSERT_FALSE(opened);
   EXPECT_NE(opened.error().message().find("no.such.property"), std::string::npos) << opened.error().message();
 }
 
 TEST(KafkaTransport, NamesRetryTopicsByPattern) {
-  bq::KafkaTransport::Options options;
+  bq::kafka::Transport::Options options;
   options.bootstrap_servers = "127.0.0.1:1";  // never contacted
   options.retry_tiers = {5s, 30s};
-  auto opened = bq::KafkaTransport::open(options);
+  auto opened = bq::kafka::Transport::open(options);
   ASSERT_TRUE(opened) << opened.error().message();
   EXPECT_EQ((*opened)->retry_topic("orders", 0), "orders.retry.1");
   EXPECT_EQ((*opened)->retry_topic("orders", 1), "orders.retry.2");
@@ -143,16 +143,16 @@ TEST(KafkaTransport, NamesRetryTopicsByPattern) {
   (*opened)->close(100ms);
 
   options.retry_topic_pattern = "{topic}.retry.{delay_ms}";
-  opened = bq::KafkaTransport::open(options);
+  opened = bq::kafka::Transport::open(options);
   ASSERT_TRUE(opened);
   EXPECT_EQ((*opened)->retry_topic("orders", 1), "orders.retry.30000");
   (*opened)->close(100ms);
 }
 
 TEST(KafkaTransport, WithoutTiersADelayIsRefusedNotDropped) {
-  bq::KafkaTransport::Options options;
+  bq::kafka::Transport::Options options;
   options.bootstrap_servers = "127.0.0.1:1";
-  auto opened = bq::KafkaTransport::open(options);
+  auto opened = bq::kafka::Transport::open(options);
   ASSERT_TRUE(opened);
   EXPECT_FALSE((*opened)->capabilities().native_delay);
   bq::PublishOptions delayed;

@@ -3,7 +3,7 @@
 
 #include "broker_env.hpp"
 
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/uuid.hpp>
 
 #include <string>
@@ -49,12 +49,12 @@ inline void close_connections_named(const std::string& name) {
 
 inline std::string unique_queue(const std::string& role) { return "bq-test-" + role + "-" + uuid_v4().substr(0, 8); }
 
-inline std::unique_ptr<RabbitmqTransport> open_url(const std::string& text) {
+inline std::unique_ptr<rabbitmq::Transport> open_url(const std::string& text) {
   auto parsed = Url::parse(text);
   if (!parsed) throw Error(parsed.error());
-  auto options = RabbitmqTransport::options_from_url(*parsed);
+  auto options = rabbitmq::Transport::options_from_url(*parsed);
   if (!options) throw Error(options.error());
-  auto transport = RabbitmqTransport::open(*options);
+  auto transport = rabbitmq::Transport::open(*options);
   if (!transport) throw Error(transport.error());
   return std::move(*transport);
 }

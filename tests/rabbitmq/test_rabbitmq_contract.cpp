@@ -3,7 +3,7 @@
 #include "rabbitmq_test_env.hpp"
 #include "transport_contract.hpp"
 
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 
 namespace {
 

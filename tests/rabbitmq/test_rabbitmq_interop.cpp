@@ -6,7 +6,7 @@
 
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/json.hpp>
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/value.hpp>
 
 #include <gtest/gtest.h>

@@ -5,7 +5,7 @@
 #include "rabbitmq_test_env.hpp"
 
 #include <babelqueue/envelope.hpp>
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/value.hpp>
 #include <babelqueue/worker.hpp>
@@ -422,9 +422,9 @@ TEST(RabbitmqTransport, AWrongCaIsRefusedWithAClearError) {
   ASSERT_EQ(std::system(command.c_str()), 0);
   auto parsed = bq::Url::parse(rmq::info("tls_url") + "?cacert=" + ca);
   ASSERT_TRUE(parsed);
-  auto options = bq::RabbitmqTransport::options_from_url(*parsed);
+  auto options = bq::rabbitmq::Transport::options_from_url(*parsed);
   ASSERT_TRUE(options);
-  auto refused = bq::RabbitmqTransport::open(*options);
+  auto refused = bq::rabbitmq::Transport::open(*options);
   std::filesystem::remove_all(dir);
   ASSERT_FALSE(refused) << "a broker certificate the CA did not sign must be refused";
   EXPECT_EQ(refused.error().code(), bq::Errc::auth);
@@ -455,7 +455,7 @@ TEST(RabbitmqTransport, AnUnreachableBrokerIsAConnectionError) {
 TEST(RabbitmqTransport, UnknownUrlParametersAreRefused) {
   auto parsed = bq::Url::parse("amqp://guest:guest@127.0.0.1/%2F?prefech=4");
   ASSERT_TRUE(parsed);
-  auto options = bq::RabbitmqTransport::options_from_url(*parsed);
+  auto options = bq::rabbitmq::Transport::options_from_url(*parsed);
   ASSERT_FALSE(options);
   EXPECT_NE(options.error().message().find("prefech"), std::string::npos);
 }

@@ -10,7 +10,7 @@
 #include "publisher.hpp"
 #include "shared_state.hpp"
 
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 
 #include <gtest/gtest.h>
 
@@ -180,7 +180,7 @@ TEST(RabbitmqConnection, ReconnectPausesDoubleWithJitterUpToTheMaximum) {
 }
 
 TEST(RabbitmqConnection, TheEndpointNamesSchemeHostAndPortButNoCredentials) {
-  bq::RabbitmqTransport::Options options;
+  bq::rabbitmq::Transport::Options options;
   options.host = "broker";
   options.port = 5671;
   options.tls = true;

@@ -10,7 +10,7 @@
 // Exit status 0 on success.
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/json.hpp>
-#include <babelqueue/redis_transport.hpp>
+#include <babelqueue/redis/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 
 #include <chrono>

@@ -5,7 +5,7 @@
 
 #include "broker_env.hpp"
 
-#include <babelqueue/redis_transport.hpp>
+#include <babelqueue/redis/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/uuid.hpp>
 

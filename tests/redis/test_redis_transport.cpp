@@ -7,7 +7,7 @@
 
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/json.hpp>
-#include <babelqueue/redis_transport.hpp>
+#include <babelqueue/redis/transport.hpp>
 #include <babelqueue/worker.hpp>
 
 #include <gtest/gtest.h>
@@ -29,7 +29,7 @@
 namespace bq = babelqueue;
 using bq::Delivery;
 using bq::Errc;
-using bq::RedisTransport;
+namespace redis = bq::redis;
 using bq::redis_test::fresh_queue;
 using bq::redis_test::open_or_die;
 using bq::redis_test::Raw;
@@ -91,7 +91,7 @@ TEST(RedisUrl, ReadsHostPortDatabaseCredentialsAndOptions) {
       "rediss://app:s%40cret@cache.example:6380/3?visibility_timeout=2.5&tls_ca=/etc/ca.pem"
       "&processing_suffix=:inflight&max_connections=4");
   ASSERT_TRUE(url);
-  auto options = RedisTransport::options_from_url(*url);
+  auto options = redis::Transport::options_from_url(*url);
   ASSERT_TRUE(options) << options.error().message();
   EXPECT_EQ(options->host, "cache.example");
   EXPECT_EQ(options->port, 6380);
@@ -105,7 +105,7 @@ TEST(RedisUrl, ReadsHostPortDatabaseCredentialsAndOptions) {
   EXPECT_EQ(options->processing_suffix, ":inflight");
   EXPECT_EQ(options->max_connections, 4U);
 
-  auto defaults = RedisTransport::options_from_url(*bq::Url::parse("redis://localhost"));
+  auto defaults = redis::Transport::options_from_url(*bq::Url::parse("redis://localhost"));
   ASSERT_TRUE(defaults);
   EXPECT_EQ(defaults->port, 6379);
   EXPECT_EQ(defaults->database, 0);
@@ -119,16 +119,16 @@ TEST(RedisUrl, RefusesWhatItDoesNotUnderstand) {
                            "redis://h?tls_ca=/x", "redis://h?max_connections=0", "redis://a:1,b:2"}) {
     auto url = bq::Url::parse(text);
     ASSERT_TRUE(url) << text;
-    auto options = RedisTransport::options_from_url(*url);
+    auto options = redis::Transport::options_from_url(*url);
     ASSERT_FALSE(options) << text;
     EXPECT_EQ(options.error().code(), Errc::invalid_argument) << text;
   }
-  auto unknown = RedisTransport::options_from_url(*bq::Url::parse("redis://h?visibility_timeot=1"));
+  auto unknown = redis::Transport::options_from_url(*bq::Url::parse("redis://h?visibility_timeot=1"));
   EXPECT_NE(unknown.error().message().find("visibility_timeot"), std::string::npos);
 }
 
 TEST(RedisUrl, ReadsTheSharedVocabulary) {
-  auto options = RedisTransport::options_from_url(
+  auto options = redis::Transport::options_from_url(
       *bq::Url::parse("rediss://h?visibility_timeout=1500ms&connect_timeout=2s&command_timeout=1m&reconnect_min=50ms"
                       "&reconnect_max=3&cacert=/etc/ca.pem&verify=false&tls_server_name=cache"));
   ASSERT_TRUE(options) << options.error().message();
@@ -142,10 +142,10 @@ TEST(RedisUrl, ReadsTheSharedVocabulary) {
   EXPECT_FALSE(options->tls.verify);
   EXPECT_EQ(options->tls.server_name, "cache");
   // The older spelling of reconnect_max.
-  auto old = RedisTransport::options_from_url(*bq::Url::parse("redis://h?reconnect_backoff_max=0.5"));
+  auto old = redis::Transport::options_from_url(*bq::Url::parse("redis://h?reconnect_backoff_max=0.5"));
   ASSERT_TRUE(old) << old.error().message();
   EXPECT_EQ(old->reconnect_backoff.max, 500ms);
-  auto bad = RedisTransport::options_from_url(*bq::Url::parse("redis://u:hunter2@h?connect_timeout=abc"));
+  auto bad = redis::Transport::options_from_url(*bq::Url::parse("redis://u:hunter2@h?connect_timeout=abc"));
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message(),
             "redis:// URL: parameter 'connect_timeout' is 'abc', expected a duration (500ms, 5s, 2m, or a number of "
@@ -638,13 +638,13 @@ TEST(RedisTransportLog, ConnectsLostConnectionsAndReconnectsAreLoggedWithoutCred
   const std::string password = "log-test-secret-" + bq::uuid_v4().substr(0, 8);
   raw.run({"ACL", "SETUSER", user, "on", ">" + password, "~*", "&*", "+@all"});
   Captured captured;
-  RedisTransport::Options options;
+  redis::Transport::Options options;
   options.port = static_cast<std::uint16_t>(bq::redis_test::plain_port());
   options.user = user;
   options.password = password;
   options.max_connections = 1;
   options.log = captured.sink();
-  auto transport = RedisTransport::open(options);
+  auto transport = redis::Transport::open(options);
   ASSERT_TRUE(transport) << transport.error().message();
   const std::string queue = fresh_queue("log");
   ASSERT_TRUE((*transport)->publish(queue, "a"));
@@ -668,12 +668,12 @@ TEST(RedisTransportLog, ConnectsLostConnectionsAndReconnectsAreLoggedWithoutCred
 
 TEST(RedisTransportLog, AFailedConnectAttemptIsLoggedWithTheNextPause) {
   Captured captured;
-  RedisTransport::Options options;
+  redis::Transport::Options options;
   options.port = 1;  // nothing listens there
   options.password = "never-logged-secret";
   options.connect_timeout = 500ms;
   options.log = captured.sink();
-  auto transport = RedisTransport::open(options);
+  auto transport = redis::Transport::open(options);
   ASSERT_FALSE(transport);
   const std::string text = captured.text();
   EXPECT_NE(text.find("redis: connect attempt 1 to 127.0.0.1:1 failed, next in "), std::string::npos) << text;

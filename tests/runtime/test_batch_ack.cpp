@@ -7,7 +7,7 @@
 // keep one ack() per message.
 #include "recording_transport.hpp"
 
-#include <babelqueue/memory_transport.hpp>
+#include <babelqueue/memory/transport.hpp>
 #include <babelqueue/worker.hpp>
 
 #include <gtest/gtest.h>
@@ -60,7 +60,7 @@ class BatchAck : public testing::Test {
     return std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
   }
 
-  bq::MemoryTransport memory_;
+  bq::memory::Transport memory_;
   RecordingTransport batching_{memory_, /*batch_ack=*/true};
   std::mutex log_mutex_;
   std::vector<std::string> logs_;

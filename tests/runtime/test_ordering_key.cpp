@@ -6,7 +6,7 @@
 // message group.
 #include "recording_transport.hpp"
 
-#include <babelqueue/memory_transport.hpp>
+#include <babelqueue/memory/transport.hpp>
 #include <babelqueue/redrive.hpp>
 #include <babelqueue/worker.hpp>
 
@@ -56,7 +56,7 @@ class OrderingKey : public testing::Test {
     return p;
   }
 
-  bq::MemoryTransport memory_;
+  bq::memory::Transport memory_;
   RecordingTransport recorded_{memory_};
 };
 

@@ -2,9 +2,9 @@
 // broker and the SQLite file. Every failure path must keep the message.
 #include "fault_injecting_transport.hpp"
 
-#include <babelqueue/memory_transport.hpp>
+#include <babelqueue/memory/transport.hpp>
 #include <babelqueue/redrive.hpp>
-#include <babelqueue/sqlite_transport.hpp>
+#include <babelqueue/sqlite/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/uuid.hpp>
 #include <babelqueue/worker.hpp>

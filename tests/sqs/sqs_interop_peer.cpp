@@ -6,7 +6,7 @@
 //   sqs_interop_peer consume URL QUEUE COUNT OUT   {"body", "headers", "native_attempts"}
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/json.hpp>
-#include <babelqueue/sqs_transport.hpp>
+#include <babelqueue/sqs/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 
 #include <chrono>

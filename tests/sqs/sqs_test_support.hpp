@@ -4,7 +4,7 @@
 
 #include "broker_env.hpp"
 
-#include <babelqueue/sqs_transport.hpp>
+#include <babelqueue/sqs/transport.hpp>
 #include <babelqueue/uuid.hpp>
 
 #include <cstdlib>

@@ -19,7 +19,7 @@
 
 namespace bq = babelqueue;
 using namespace std::chrono_literals;
-using bq::SqsTransport;
+namespace sqs = bq::sqs;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -64,12 +64,12 @@ class SqsIntegration : public ::testing::Test {
     }
   }
 
-  static std::unique_ptr<SqsTransport> open(const std::string& parameters,
-                                            std::shared_ptr<bq::sqs::HttpClient> http = nullptr) {
+  static std::unique_ptr<sqs::Transport> open(const std::string& parameters,
+                                              std::shared_ptr<bq::sqs::HttpClient> http = nullptr) {
     auto url = bq::Url::parse(bq::testing::sqs_url(parameters));
-    auto options = SqsTransport::options_from_url(url.value()).value();
+    auto options = sqs::Transport::options_from_url(url.value()).value();
     options.http_client = std::move(http);
-    auto transport = SqsTransport::open(options);
+    auto transport = sqs::Transport::open(options);
     if (!transport) throw bq::Error(transport.error());
     return std::move(*transport);
   }
@@ -102,7 +102,7 @@ class SqsIntegration : public ::testing::Test {
             {{"QueueUrl", url}, {"ReceiptHandle", message["ReceiptHandle"].as_string()}, {"VisibilityTimeout", 0}})));
   }
 
-  std::vector<bq::Delivery> receive_all(SqsTransport& transport, const std::string& name, std::size_t count,
+  std::vector<bq::Delivery> receive_all(sqs::Transport& transport, const std::string& name, std::size_t count,
                                         std::chrono::milliseconds wait = 5s) {
     std::vector<bq::Delivery> all;
     const auto deadline = Clock::now() + wait;
@@ -127,7 +127,7 @@ class SqsIntegration : public ::testing::Test {
     return options;
   }
 
-  std::unique_ptr<SqsTransport> transport_;
+  std::unique_ptr<sqs::Transport> transport_;
   std::vector<std::string> created_;
 };
 
@@ -657,7 +657,7 @@ TEST_F(SqsIntegration, QueueUrlsFromThePrefixNeedNoLookupAndLookupsAreCached) {
 
 TEST_F(SqsIntegration, WrongEndpointIsAConnectionErrorNamingTheHost) {
   auto url = bq::Url::parse("sqs://us-east-1?endpoint=http://127.0.0.1:9&request_timeout=2").value();
-  auto transport = SqsTransport::open(SqsTransport::options_from_url(url).value()).value();
+  auto transport = sqs::Transport::open(sqs::Transport::options_from_url(url).value()).value();
   auto published = transport->publish("q", "x");
   ASSERT_FALSE(published);
   EXPECT_EQ(published.error().code(), bq::Errc::connection);

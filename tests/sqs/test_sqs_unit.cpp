@@ -1,6 +1,7 @@
 // babelqueue::sqs without a server: the SigV4 signer (AWS's documented
 // examples, and botocore on the same inputs), the credentials chain, the
 // binding's rules (projection, gate, reconciliation, FIFO ids) and URLs.
+#include "../../src/sqs/sigv4_signer.hpp"
 #include "../../src/sqs/sqs_projection.hpp"
 #include "../transports/temp_dir.hpp"
 #include "broker_env.hpp"
@@ -8,8 +9,7 @@
 #include <babelqueue/binding.hpp>
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/json.hpp>
-#include <babelqueue/sqs_signer.hpp>
-#include <babelqueue/sqs_transport.hpp>
+#include <babelqueue/sqs/transport.hpp>
 
 #include <gtest/gtest.h>
 
@@ -279,9 +279,9 @@ TEST_F(SqsCredentials, NoneFoundIsAClearErrorWithoutSecrets) {
 }
 
 TEST_F(SqsCredentials, OpeningWithoutCredentialsFailsClearly) {
-  bq::SqsTransport::Options options;
+  bq::sqs::Transport::Options options;
   options.region = "us-east-1";
-  auto opened = bq::SqsTransport::open(options);
+  auto opened = bq::sqs::Transport::open(options);
   ASSERT_FALSE(opened);
   EXPECT_EQ(opened.error().code(), bq::Errc::auth);
 }
@@ -382,17 +382,17 @@ class ScriptedHttpClient final : public bq::sqs::HttpClient {
 
 struct Scripted {
   std::shared_ptr<ScriptedHttpClient> http = std::make_shared<ScriptedHttpClient>();
-  std::unique_ptr<bq::SqsTransport> transport;
+  std::unique_ptr<bq::sqs::Transport> transport;
 
   explicit Scripted(bool fifo) {
-    bq::SqsTransport::Options options;
+    bq::sqs::Transport::Options options;
     options.region = "us-east-1";
     options.endpoint = "http://127.0.0.1:9";
     options.queue_url_prefix = "http://127.0.0.1:9/000000000000";  // no GetQueueUrl
     options.fifo = fifo;
     options.credentials.explicit_credentials = example_credentials();
     options.http_client = http;
-    transport = bq::SqsTransport::open(options).value();
+    transport = bq::sqs::Transport::open(options).value();
   }
 
   bq::Value last_request(const std::string& operation) const {
@@ -496,7 +496,7 @@ TEST(SqsUrl, ReadsEveryOption) {
       "&wait_time=5&visibility_timeout=7&content_dedup=1&create=1&dead_letter_queue_url=http://h/1/dlq&profile=dev"
       "&request_timeout=9&ca_file=/etc/ssl/ca.pem");
   ASSERT_TRUE(url);
-  auto options = bq::SqsTransport::options_from_url(*url);
+  auto options = bq::sqs::Transport::options_from_url(*url);
   ASSERT_TRUE(options) << options.error().message();
   EXPECT_EQ(options->region, "eu-west-1");
   EXPECT_EQ(options->endpoint, "http://127.0.0.1:9324");
@@ -519,7 +519,7 @@ TEST(SqsUrl, RefusesUnknownAndOutOfRangeParameters) {
         "sqs://us-east-1?visibility_timeout=-1", "sqs://us-east-1?visibility_timeout=1.5", "sqs://us-east-1/path"}) {
     auto url = bq::Url::parse(text);
     ASSERT_TRUE(url) << text;
-    auto options = bq::SqsTransport::options_from_url(*url);
+    auto options = bq::sqs::Transport::options_from_url(*url);
     ASSERT_FALSE(options) << text;
     EXPECT_EQ(options.error().code(), bq::Errc::invalid_argument) << text;
   }

@@ -2,7 +2,7 @@
 // on request, so tests can prove that a failed publish, ack or release loses
 // nothing (e.g. the runtime's retry or dead-letter publish failing).
 //
-//   FaultInjectingTransport faulty(std::make_unique<MemoryTransport>());
+//   FaultInjectingTransport faulty(std::make_unique<memory::Transport>());
 //   faulty.fail_next_publishes(1, Errc::connection, "orders.dlq");  // only that queue
 //   ... run the worker; the dead-letter publish fails once ...
 //

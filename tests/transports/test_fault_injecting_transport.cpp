@@ -1,6 +1,6 @@
 #include "fault_injecting_transport.hpp"
 
-#include <babelqueue/memory_transport.hpp>
+#include <babelqueue/memory/transport.hpp>
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@ using bq::test_support::FaultInjectingTransport;
 using namespace std::chrono_literals;
 
 TEST(FaultInjectingTransport, FailsTheNextPublishesThenForwards) {
-  FaultInjectingTransport faulty(std::make_unique<bq::MemoryTransport>());
+  FaultInjectingTransport faulty(std::make_unique<bq::memory::Transport>());
   faulty.fail_next_publishes(2, bq::Errc::timeout);
   auto first = faulty.publish("q", "1");
   ASSERT_FALSE(first);
@@ -25,7 +25,7 @@ TEST(FaultInjectingTransport, FailsTheNextPublishesThenForwards) {
 }
 
 TEST(FaultInjectingTransport, APublishFaultCanTargetOneQueue) {
-  FaultInjectingTransport faulty(std::make_unique<bq::MemoryTransport>());
+  FaultInjectingTransport faulty(std::make_unique<bq::memory::Transport>());
   faulty.fail_next_publishes(1, bq::Errc::connection, "orders.dlq");
   ASSERT_TRUE(faulty.publish("orders", "retry"));
   auto dead_letter = faulty.publish("orders.dlq", "dead");
@@ -36,7 +36,7 @@ TEST(FaultInjectingTransport, APublishFaultCanTargetOneQueue) {
 }
 
 TEST(FaultInjectingTransport, AFailedAckOrReleaseLeavesTheMessageReserved) {
-  bq::MemoryTransport inner;
+  bq::memory::Transport inner;
   FaultInjectingTransport faulty(inner);  // borrowed
   ASSERT_TRUE(faulty.publish("q", "m"));
   const bq::Delivery delivery = faulty.receive("q", 1, 100ms).value().at(0);
@@ -51,7 +51,7 @@ TEST(FaultInjectingTransport, AFailedAckOrReleaseLeavesTheMessageReserved) {
 }
 
 TEST(FaultInjectingTransport, ABatchStopsAtTheFaultedMessage) {
-  FaultInjectingTransport faulty(std::make_unique<bq::MemoryTransport>());
+  FaultInjectingTransport faulty(std::make_unique<bq::memory::Transport>());
   faulty.fail_next_publishes(1, bq::Errc::connection, "b");
   std::vector<bq::OutgoingMessage> batch{{"a", "1", {}}, {"a", "2", {}}, {"b", "3", {}}, {"a", "4", {}}};
   auto published = faulty.publish_batch(batch);
@@ -64,7 +64,7 @@ TEST(FaultInjectingTransport, ABatchStopsAtTheFaultedMessage) {
 }
 
 TEST(FaultInjectingTransport, ReceiveFaultsAndHealing) {
-  FaultInjectingTransport faulty(std::make_unique<bq::MemoryTransport>());
+  FaultInjectingTransport faulty(std::make_unique<bq::memory::Transport>());
   faulty.fail_next_receives(5);
   EXPECT_EQ(faulty.receive("q", 1, 0ms).error().code(), bq::Errc::connection);
   faulty.heal();
@@ -73,7 +73,7 @@ TEST(FaultInjectingTransport, ReceiveFaultsAndHealing) {
 }
 
 TEST(FaultInjectingTransport, ForwardsEverythingElse) {
-  FaultInjectingTransport faulty(std::make_unique<bq::MemoryTransport>(bq::MemoryTransport::Options{1s}));
+  FaultInjectingTransport faulty(std::make_unique<bq::memory::Transport>(bq::memory::Transport::Options{1s}));
   EXPECT_TRUE(faulty.capabilities().redelivers_unsettled);
   EXPECT_EQ(faulty.dead_letter_queue("orders"), "orders.dlq");
   ASSERT_TRUE(faulty.publish("q", "m"));

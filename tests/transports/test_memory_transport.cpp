@@ -1,6 +1,6 @@
 #include "transport_contract.hpp"
 
-#include <babelqueue/memory_transport.hpp>
+#include <babelqueue/memory/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/uuid.hpp>
 
@@ -20,7 +20,7 @@ ContractTarget memory_target(std::string name, std::chrono::milliseconds visibil
   target.visibility_timeout = visibility_timeout;
   target.open = [visibility_timeout]() -> bq::Result<std::unique_ptr<bq::Transport>> {
     return std::unique_ptr<bq::Transport>(
-        std::make_unique<bq::MemoryTransport>(bq::MemoryTransport::Options{visibility_timeout}));
+        std::make_unique<bq::memory::Transport>(bq::memory::Transport::Options{visibility_timeout}));
   };
   return target;
 }
@@ -45,7 +45,7 @@ bq::Delivery receive_one(bq::Transport& transport, std::string_view queue) {
 }  // namespace
 
 TEST(MemoryTransport, SettlingTwiceIsNotFound) {
-  bq::MemoryTransport transport;
+  bq::memory::Transport transport;
   ASSERT_TRUE(transport.publish("q", "a"));
   const bq::Delivery delivery = receive_one(transport, "q");
   ASSERT_TRUE(transport.ack(delivery));
@@ -61,7 +61,7 @@ TEST(MemoryTransport, SettlingTwiceIsNotFound) {
 // The default ack_batch (a loop over ack): every delivery is tried, and each
 // one not settled is named by its index.
 TEST(MemoryTransport, AckBatchTriesEveryDeliveryAndNamesTheOnesNotSettled) {
-  bq::MemoryTransport transport;
+  bq::memory::Transport transport;
   for (const char* body : {"a", "b", "c"}) ASSERT_TRUE(transport.publish("q", body));
   auto received = transport.receive("q", 3, 1s);
   ASSERT_TRUE(received);
@@ -81,7 +81,7 @@ TEST(MemoryTransport, AckBatchTriesEveryDeliveryAndNamesTheOnesNotSettled) {
 }
 
 TEST(MemoryTransport, ReleaseGoesToTheTail) {
-  bq::MemoryTransport transport;
+  bq::memory::Transport transport;
   ASSERT_TRUE(transport.publish("q", "a"));
   ASSERT_TRUE(transport.publish("q", "b"));
   const bq::Delivery a = receive_one(transport, "q");
@@ -94,7 +94,7 @@ TEST(MemoryTransport, ReleaseGoesToTheTail) {
 }
 
 TEST(MemoryTransport, DelayedMessagesComeInTheOrderTheyAreDue) {
-  bq::MemoryTransport transport;
+  bq::memory::Transport transport;
   bq::PublishOptions later;
   later.delay = 300ms;
   bq::PublishOptions sooner;
@@ -111,7 +111,7 @@ TEST(MemoryTransport, DelayedMessagesComeInTheOrderTheyAreDue) {
 }
 
 TEST(MemoryTransport, WithoutAVisibilityTimeoutAReservationIsKept) {
-  bq::MemoryTransport transport;
+  bq::memory::Transport transport;
   EXPECT_FALSE(transport.capabilities().redelivers_unsettled);
   ASSERT_TRUE(transport.publish("q", "a"));
   const bq::Delivery delivery = receive_one(transport, "q");
@@ -123,7 +123,7 @@ TEST(MemoryTransport, WithoutAVisibilityTimeoutAReservationIsKept) {
 }
 
 TEST(MemoryTransport, AReceiverWakesWhenAReservationExpires) {
-  bq::MemoryTransport transport(bq::MemoryTransport::Options{150ms});
+  bq::memory::Transport transport(bq::memory::Transport::Options{150ms});
   ASSERT_TRUE(transport.publish("q", "a"));
   const bq::Delivery first = receive_one(transport, "q");
   // Already waiting when the reservation expires: it must not sleep through.
@@ -138,9 +138,9 @@ TEST(MemoryTransport, AReceiverWakesWhenAReservationExpires) {
 }
 
 TEST(MemoryTransport, CloseWakesEveryBlockedReceiverOfThatTransportOnly) {
-  auto broker = bq::MemoryTransport::shared_broker("close-test-" + bq::uuid_v4());
-  bq::MemoryTransport closing(broker, {});
-  bq::MemoryTransport staying(broker, {});
+  auto broker = bq::memory::Transport::shared_broker("close-test-" + bq::uuid_v4());
+  bq::memory::Transport closing(broker, {});
+  bq::memory::Transport staying(broker, {});
   std::vector<std::thread> receivers;
   std::atomic<int> closed_errors{0};
   for (int i = 0; i < 3; ++i) {
@@ -163,7 +163,7 @@ TEST(MemoryTransport, CloseWakesEveryBlockedReceiverOfThatTransportOnly) {
 }
 
 TEST(MemoryTransport, StatsOfAnUnknownQueueAreZero) {
-  bq::MemoryTransport transport;
+  bq::memory::Transport transport;
   const bq::QueueStats stats = transport.stats("nothing-here").value();
   EXPECT_EQ(stats.ready, 0);
   EXPECT_EQ(stats.reserved, 0);
@@ -171,16 +171,16 @@ TEST(MemoryTransport, StatsOfAnUnknownQueueAreZero) {
 }
 
 TEST(MemoryTransport, RefusesNegativeDurationsAndANullBroker) {
-  bq::MemoryTransport transport;
+  bq::memory::Transport transport;
   bq::PublishOptions options;
   options.delay = -1ms;
   EXPECT_EQ(transport.publish("q", "a", options).error().code(), bq::Errc::invalid_argument);
-  EXPECT_THROW(bq::MemoryTransport(nullptr, {}), bq::Error);
-  EXPECT_THROW(bq::MemoryTransport(bq::MemoryTransport::Options{-1ms}), bq::Error);
+  EXPECT_THROW(bq::memory::Transport(nullptr, {}), bq::Error);
+  EXPECT_THROW(bq::memory::Transport(bq::memory::Transport::Options{-1ms}), bq::Error);
 }
 
 TEST(MemoryTransport, KeepsEmptyAndBinaryBodies) {
-  bq::MemoryTransport transport;
+  bq::memory::Transport transport;
   const std::string binary("\0\xff\x01 bytes", 9);
   ASSERT_TRUE(transport.publish("q", ""));
   ASSERT_TRUE(transport.publish("q", binary));

@@ -6,7 +6,7 @@
 // program has its own main().
 #include "temp_dir.hpp"
 
-#include <babelqueue/sqlite_transport.hpp>
+#include <babelqueue/sqlite/transport.hpp>
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -30,7 +30,7 @@
 #include <vector>
 
 namespace bq = babelqueue;
-using bq::SqliteTransport;
+namespace sqlite = bq::sqlite;
 using bq::test_support::TempDir;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -39,12 +39,12 @@ namespace {
 
 // --- the child side -------------------------------------------------------
 
-std::unique_ptr<SqliteTransport> open_or_die(const std::string& path, std::chrono::milliseconds visibility) {
-  SqliteTransport::Options options;
+std::unique_ptr<sqlite::Transport> open_or_die(const std::string& path, std::chrono::milliseconds visibility) {
+  sqlite::Transport::Options options;
   options.path = path;
   options.visibility_timeout = visibility;
   options.poll_interval = 20ms;
-  auto transport = SqliteTransport::open(options);
+  auto transport = sqlite::Transport::open(options);
   if (!transport) {
     std::cerr << "child: " << transport.error().message() << "\n";
     std::exit(2);
@@ -256,10 +256,10 @@ std::string integrity_of(const std::string& path) {
   return reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
 }
 
-std::unique_ptr<SqliteTransport> open_parent(const std::string& path) {
-  SqliteTransport::Options options;
+std::unique_ptr<sqlite::Transport> open_parent(const std::string& path) {
+  sqlite::Transport::Options options;
   options.path = path;
-  auto transport = SqliteTransport::open(options);
+  auto transport = sqlite::Transport::open(options);
   EXPECT_TRUE(transport) << transport.error().message();
   return transport ? std::move(*transport) : nullptr;
 }

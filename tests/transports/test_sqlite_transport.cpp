@@ -1,7 +1,7 @@
 #include "temp_dir.hpp"
 #include "transport_contract.hpp"
 
-#include <babelqueue/sqlite_transport.hpp>
+#include <babelqueue/sqlite/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <thread>
 
 namespace bq = babelqueue;
-using bq::SqliteTransport;
+namespace sqlite = bq::sqlite;
 using bq::test_support::ContractTarget;
 using bq::test_support::TempDir;
 using namespace std::chrono_literals;
@@ -49,31 +49,31 @@ ContractTarget sqlite_options_target() {
   target.name = "options";
   target.visibility_timeout = 400ms;
   target.open = []() -> bq::Result<std::unique_ptr<bq::Transport>> {
-    SqliteTransport::Options options;
+    sqlite::Transport::Options options;
     options.path = fresh_file();
     options.visibility_timeout = 400ms;
     options.poll_interval = 20ms;
-    options.synchronous = SqliteTransport::Synchronous::full;
-    auto transport = SqliteTransport::open(options);
+    options.synchronous = sqlite::Transport::Synchronous::full;
+    auto transport = sqlite::Transport::open(options);
     if (!transport) return bq::unexpected(transport.error());
     return std::unique_ptr<bq::Transport>(std::move(*transport));
   };
   return target;
 }
 
-std::unique_ptr<SqliteTransport> open_file(const std::string& path, std::chrono::milliseconds visibility = 30s) {
-  SqliteTransport::Options options;
+std::unique_ptr<sqlite::Transport> open_file(const std::string& path, std::chrono::milliseconds visibility = 30s) {
+  sqlite::Transport::Options options;
   options.path = path;
   options.visibility_timeout = visibility;
-  auto transport = SqliteTransport::open(options);
+  auto transport = sqlite::Transport::open(options);
   EXPECT_TRUE(transport) << transport.error().message();
   return transport ? std::move(*transport) : nullptr;
 }
 
-bq::Result<SqliteTransport::Options> options_of(std::string_view url) {
+bq::Result<sqlite::Transport::Options> options_of(std::string_view url) {
   auto parsed = bq::Url::parse(url);
   if (!parsed) return bq::unexpected(parsed.error());
-  return SqliteTransport::options_from_url(*parsed);
+  return sqlite::Transport::options_from_url(*parsed);
 }
 
 // Runs one SQL query on the file with a connection of its own and returns the
@@ -107,17 +107,17 @@ TEST(SqliteTransportUrl, RelativeAndAbsolutePaths) {
 }
 
 TEST(SqliteTransportUrl, ParametersAndDefaults) {
-  const SqliteTransport::Options defaults = options_of("sqlite://q.db").value();
+  const sqlite::Transport::Options defaults = options_of("sqlite://q.db").value();
   EXPECT_EQ(defaults.visibility_timeout, 30s);
   EXPECT_EQ(defaults.busy_timeout, 5s);
   EXPECT_EQ(defaults.poll_interval, 50ms);
-  EXPECT_EQ(defaults.synchronous, SqliteTransport::Synchronous::normal);
-  const SqliteTransport::Options set =
+  EXPECT_EQ(defaults.synchronous, sqlite::Transport::Synchronous::normal);
+  const sqlite::Transport::Options set =
       options_of("sqlite://q.db?visibility_timeout=1.5&busy_timeout=0&poll_interval=0.01&synchronous=full").value();
   EXPECT_EQ(set.visibility_timeout, 1500ms);
   EXPECT_EQ(set.busy_timeout, 0ms);
   EXPECT_EQ(set.poll_interval, 10ms);
-  EXPECT_EQ(set.synchronous, SqliteTransport::Synchronous::full);
+  EXPECT_EQ(set.synchronous, sqlite::Transport::Synchronous::full);
 }
 
 TEST(SqliteTransportUrl, RejectsWhatItCannotUse) {
@@ -254,7 +254,7 @@ TEST(SqliteTransport, TwoConnectionsInOneProcessShareTheFile) {
   std::mutex seen_mutex;
   std::set<std::string> seen;
   std::atomic<int> received{0};
-  for (SqliteTransport* transport : {a.get(), b.get()}) {
+  for (sqlite::Transport* transport : {a.get(), b.get()}) {
     threads.emplace_back([transport, tag = transport == a.get() ? "a" : "b"] {
       for (int i = 0; i < kPerThread; ++i) ASSERT_TRUE(transport->publish("q", tag + std::to_string(i)));
     });
@@ -277,9 +277,9 @@ TEST(SqliteTransport, TwoConnectionsInOneProcessShareTheFile) {
 }
 
 TEST(SqliteTransport, AnUnopenablePathIsAnIoErrorNamingIt) {
-  SqliteTransport::Options options;
+  sqlite::Transport::Options options;
   options.path = scratch().file("no/such/dir/q.db");
-  auto transport = SqliteTransport::open(options);
+  auto transport = sqlite::Transport::open(options);
   ASSERT_FALSE(transport);
   EXPECT_EQ(transport.error().code(), bq::Errc::io);
   EXPECT_NE(transport.error().message().find(options.path), std::string::npos) << transport.error().message();
@@ -291,9 +291,9 @@ TEST(SqliteTransport, ACorruptFileIsAnIoError) {
     std::ofstream garbage(path, std::ios::binary);
     for (int i = 0; i < 1024; ++i) garbage << "this is not a database, just text. ";
   }
-  SqliteTransport::Options options;
+  sqlite::Transport::Options options;
   options.path = path;
-  auto transport = SqliteTransport::open(options);
+  auto transport = sqlite::Transport::open(options);
   ASSERT_FALSE(transport);
   EXPECT_EQ(transport.error().code(), bq::Errc::io) << transport.error().message();
   EXPECT_NE(transport.error().message().find(path), std::string::npos) << transport.error().message();
@@ -307,22 +307,22 @@ TEST(SqliteTransport, ASchemaFromANewerSdkIsRefused) {
     std::unique_ptr<sqlite3, decltype(&sqlite3_close)> db(raw, &sqlite3_close);
     ASSERT_EQ(sqlite3_exec(db.get(), "PRAGMA user_version = 2", nullptr, nullptr, nullptr), SQLITE_OK);
   }
-  SqliteTransport::Options options;
+  sqlite::Transport::Options options;
   options.path = path;
-  auto transport = SqliteTransport::open(options);
+  auto transport = sqlite::Transport::open(options);
   ASSERT_FALSE(transport);
   EXPECT_EQ(transport.error().code(), bq::Errc::unsupported) << transport.error().message();
 }
 
 TEST(SqliteTransport, RefusesBadOptions) {
-  SqliteTransport::Options options;
-  EXPECT_EQ(SqliteTransport::open(options).error().code(), bq::Errc::invalid_argument);  // no path
+  sqlite::Transport::Options options;
+  EXPECT_EQ(sqlite::Transport::open(options).error().code(), bq::Errc::invalid_argument);  // no path
   options.path = fresh_file();
   options.visibility_timeout = 0ms;
-  EXPECT_EQ(SqliteTransport::open(options).error().code(), bq::Errc::invalid_argument);
+  EXPECT_EQ(sqlite::Transport::open(options).error().code(), bq::Errc::invalid_argument);
   options.visibility_timeout = 1s;
   options.poll_interval = 0ms;
-  EXPECT_EQ(SqliteTransport::open(options).error().code(), bq::Errc::invalid_argument);
+  EXPECT_EQ(sqlite::Transport::open(options).error().code(), bq::Errc::invalid_argument);
 }
 
 TEST(SqliteTransport, StatsSeparateReadyReservedAndDelayed) {

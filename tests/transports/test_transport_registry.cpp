@@ -1,4 +1,4 @@
-#include <babelqueue/memory_transport.hpp>
+#include <babelqueue/memory/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 
 #include <gtest/gtest.h>
@@ -62,7 +62,7 @@ TEST(TransportRegistry, RegisteringAddsAndReplacesCaseInsensitively) {
   bq::register_transport("Fake-One", [&](const bq::Url& url) -> bq::Result<std::unique_ptr<bq::Transport>> {
     opened_by = 1;
     EXPECT_EQ(url.host, "h");
-    return std::unique_ptr<bq::Transport>(std::make_unique<bq::MemoryTransport>());
+    return std::unique_ptr<bq::Transport>(std::make_unique<bq::memory::Transport>());
   });
   const auto schemes = bq::registered_schemes();
   EXPECT_NE(std::find(schemes.begin(), schemes.end(), "fake-one"), schemes.end());
@@ -99,7 +99,7 @@ TEST(TransportRegistry, RegisteringAndOpeningFromManyThreads) {
     threads.emplace_back([t] {
       for (int i = 0; i < 50; ++i) {
         bq::register_transport("fake-thread" + std::to_string(t), [](const bq::Url&) {
-          return bq::Result<std::unique_ptr<bq::Transport>>(std::make_unique<bq::MemoryTransport>());
+          return bq::Result<std::unique_ptr<bq::Transport>>(std::make_unique<bq::memory::Transport>());
         });
         EXPECT_TRUE(bq::open_transport("fake-thread" + std::to_string((t + 1) % 8) + "://x") ||
                     bq::open_transport("memory://x"));

@@ -3,7 +3,7 @@
 #include "amqp_projection.hpp"
 #include "rabbitmq_raw.hpp"
 
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/url.hpp>
 #include <babelqueue/uuid.hpp>
 
@@ -129,9 +129,9 @@ void run(const conformance::Suite& suite, const Value& block, const conformance:
     reporter.skip(broker_check, "needs --url amqp://...");
     return;
   }
-  auto transport_options = RabbitmqTransport::options_from_url(*url);
+  auto transport_options = rabbitmq::Transport::options_from_url(*url);
   if (!transport_options) return reporter.fail(broker_check, transport_options.error().message());
-  auto transport = RabbitmqTransport::open(*transport_options);
+  auto transport = rabbitmq::Transport::open(*transport_options);
   if (!transport) return reporter.fail(broker_check, transport.error().message());
   const std::string queue = "bq-conformance-" + uuid_v4().substr(0, 8);
   if (auto published = (*transport)->publish(queue, body); !published) {

@@ -2,7 +2,7 @@
 
 #include "amqp_projection.hpp"
 
-#include <babelqueue/rabbitmq_transport.hpp>
+#include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/url.hpp>
 
 #include <amqp.h>
@@ -39,7 +39,7 @@ Result<void> check(amqp_connection_state_t conn, const std::string& what) {
 Result<Client> Client::connect(const std::string& url_text) {
   auto url = Url::parse(url_text);
   if (!url) return unexpected(url.error());
-  auto options = RabbitmqTransport::options_from_url(*url);
+  auto options = rabbitmq::Transport::options_from_url(*url);
   if (!options) return unexpected(options.error());
   amqp_connection_state_t conn = amqp_new_connection();
   amqp_socket_t* socket = options->tls ? amqp_ssl_socket_new(conn) : amqp_tcp_socket_new(conn);

@@ -1,4 +1,4 @@
-// A plain rabbitmq-c client that bypasses RabbitmqTransport, so checks read
+// A plain rabbitmq-c client that bypasses rabbitmq::Transport, so checks read
 // what the broker really holds (properties, typed headers) and can act on the
 // broker behind the transport's back (delete a queue, get a message).
 // Internal to the conformance section and the tests.

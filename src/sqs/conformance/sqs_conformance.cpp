@@ -3,7 +3,7 @@
 #include "../sqs_projection.hpp"
 
 #include <babelqueue/json.hpp>
-#include <babelqueue/sqs_transport.hpp>
+#include <babelqueue/sqs/transport.hpp>
 #include <babelqueue/uuid.hpp>
 
 #include <algorithm>
@@ -38,11 +38,11 @@ std::string compare(const Value& expected, const Attributes& actual) {
 Result<Attributes> round_trip(const std::string& url, const std::string& body) {
   auto parsed = Url::parse(url);
   if (!parsed) return unexpected(parsed.error());
-  auto options = SqsTransport::options_from_url(*parsed);
+  auto options = sqs::Transport::options_from_url(*parsed);
   if (!options) return unexpected(options.error());
   options->create_queues = true;
   options->fifo = false;
-  auto transport = SqsTransport::open(std::move(*options));
+  auto transport = sqs::Transport::open(std::move(*options));
   if (!transport) return unexpected(transport.error());
   const std::string queue = "bq-conformance-" + uuid_v4().substr(0, 8);
   auto cleanup = [&] {

@@ -6,8 +6,8 @@
 #pragma once
 
 #include <babelqueue/result.hpp>
-#include <babelqueue/sqs_credentials.hpp>
-#include <babelqueue/sqs_http_client.hpp>
+#include <babelqueue/sqs/credentials.hpp>
+#include <babelqueue/sqs/http_client.hpp>
 
 #include <chrono>
 #include <string>

@@ -1,4 +1,4 @@
-// RabbitmqTransport: the RabbitMQ (AMQP 0-9-1) binding over rabbitmq-c
+// Transport: the RabbitMQ (AMQP 0-9-1) binding over rabbitmq-c
 // (library babelqueue::rabbitmq).
 //
 // URL: amqp://user:pass@host[:port]/vhost[?key=value&...]   (port 5672)
@@ -59,9 +59,9 @@
 #include <memory>
 #include <string>
 
-namespace babelqueue {
+namespace babelqueue::rabbitmq {
 
-class RabbitmqTransport final : public Transport {
+class Transport final : public babelqueue::Transport {
  public:
   enum class QueueType { classic, quorum };
 
@@ -92,12 +92,12 @@ class RabbitmqTransport final : public Transport {
   // reported here): Errc::auth for refused credentials or a failed
   // certificate verification, Errc::connection for an unreachable broker,
   // Errc::invalid_argument for bad options.
-  static Result<std::unique_ptr<RabbitmqTransport>> open(Options options);
+  static Result<std::unique_ptr<Transport>> open(Options options);
 
   // Options from an amqp:// or amqps:// URL (see the top of this file).
   static Result<Options> options_from_url(const Url& url);
 
-  ~RabbitmqTransport() override;
+  ~Transport() override;
 
   const Options& options() const noexcept;
 
@@ -120,11 +120,9 @@ class RabbitmqTransport final : public Transport {
 
  private:
   class State;
-  explicit RabbitmqTransport(std::shared_ptr<State> state);
+  explicit Transport(std::shared_ptr<State> state);
   std::shared_ptr<State> state_;
 };
-
-namespace rabbitmq {
 
 // Registers the amqp:// and amqps:// schemes with open_transport(). Call it
 // once, from any thread; calling it again is harmless.
@@ -143,5 +141,7 @@ std::chrono::milliseconds delay_bucket(std::chrono::milliseconds delay);
 // keeps pushing while the caller holds one batch and its handlers run another.
 std::uint16_t auto_prefetch(std::size_t first_receive_max);
 
-}  // namespace rabbitmq
-}  // namespace babelqueue
+// The options by their short name: babelqueue::rabbitmq::Options.
+using Options = Transport::Options;
+
+}  // namespace babelqueue::rabbitmq

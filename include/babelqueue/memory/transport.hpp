@@ -1,8 +1,8 @@
-// MemoryTransport: an in-process broker with real reserve / ack / release
+// Transport: an in-process broker with real reserve / ack / release
 // semantics, for tests, benchmarks and single-process pipelines.
 //
-// Messages live as long as the MemoryBroker that holds them. Several
-// MemoryTransport objects opened on the same broker share its queues; the URL
+// Messages live as long as the Broker that holds them. Several
+// Transport objects opened on the same broker share its queues; the URL
 // memory://NAME[?visibility_timeout=DURATION] opens a transport on the
 // process-wide broker NAME, which lives until the process exits (a duration:
 // 500ms, 5s, 2m, 1h or a bare number of seconds, up to a year; duration.hpp).
@@ -25,7 +25,7 @@
 //     ignored.
 //
 // Thread-safety: all methods are thread-safe; a Delivery may be settled from
-// any thread, through any MemoryTransport on the same broker.
+// any thread, through any Transport on the same broker.
 #pragma once
 
 #include <babelqueue/transport.hpp>
@@ -35,11 +35,11 @@
 #include <string>
 #include <string_view>
 
-namespace babelqueue {
+namespace babelqueue::memory {
 
-class MemoryBroker;
+class Broker;
 
-class MemoryTransport final : public Transport {
+class Transport final : public babelqueue::Transport {
  public:
   struct Options {
     // A received message not settled within this time is delivered again,
@@ -49,16 +49,16 @@ class MemoryTransport final : public Transport {
   };
 
   // A transport on a broker of its own.
-  MemoryTransport();
-  explicit MemoryTransport(Options options);
+  Transport();
+  explicit Transport(Options options);
   // A transport on a shared broker. Throws Error (Errc::invalid_argument)
   // when broker is null.
-  MemoryTransport(std::shared_ptr<MemoryBroker> broker, Options options);
-  ~MemoryTransport() override;
+  Transport(std::shared_ptr<Broker> broker, Options options);
+  ~Transport() override;
 
   // The process-wide broker called name (created on first use, never
   // destroyed before the process exits).
-  static std::shared_ptr<MemoryBroker> shared_broker(std::string_view name);
+  static std::shared_ptr<Broker> shared_broker(std::string_view name);
 
   Capabilities capabilities() const override;
   Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override;
@@ -74,9 +74,12 @@ class MemoryTransport final : public Transport {
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
  private:
-  std::shared_ptr<MemoryBroker> broker_;
+  std::shared_ptr<Broker> broker_;
   Options options_;
   std::atomic<bool> closed_{false};
 };
 
-}  // namespace babelqueue
+// The options by their short name: babelqueue::memory::Options.
+using Options = Transport::Options;
+
+}  // namespace babelqueue::memory

@@ -1,4 +1,4 @@
-// SqsTransport: Amazon SQS (and SQS-compatible servers such as ElasticMQ)
+// Transport: Amazon SQS (and SQS-compatible servers such as ElasticMQ)
 // over the SQS JSON protocol — signed HTTP (SigV4) through a pluggable
 // HttpClient, no AWS SDK needed (library babelqueue::sqs).
 //
@@ -54,8 +54,8 @@
 #pragma once
 
 #include <babelqueue/result.hpp>
-#include <babelqueue/sqs_credentials.hpp>
-#include <babelqueue/sqs_http_client.hpp>
+#include <babelqueue/sqs/credentials.hpp>
+#include <babelqueue/sqs/http_client.hpp>
 #include <babelqueue/transport.hpp>
 #include <babelqueue/url.hpp>
 #include <babelqueue/value.hpp>
@@ -67,9 +67,9 @@
 #include <string>
 #include <vector>
 
-namespace babelqueue {
+namespace babelqueue::sqs {
 
-class SqsTransport final : public Transport {
+class Transport final : public babelqueue::Transport {
  public:
   struct Options {
     std::string region;  // empty: from the environment or the profile
@@ -103,12 +103,12 @@ class SqsTransport final : public Transport {
 
   // Resolves credentials and region (Errc::auth / Errc::invalid_argument
   // saying where it looked). Opens no connection: the first request does.
-  static Result<std::unique_ptr<SqsTransport>> open(Options options);
+  static Result<std::unique_ptr<Transport>> open(Options options);
 
   // Options from an sqs:// URL (see the top of this file).
   static Result<Options> options_from_url(const Url& url);
 
-  ~SqsTransport() override;
+  ~Transport() override;
 
   const Options& options() const noexcept;
 
@@ -123,7 +123,7 @@ class SqsTransport final : public Transport {
   // DeleteMessageBatch for consecutive deliveries of one queue, 10 per
   // call. Every delivery is attempted; each one SQS did not delete is
   // reported with its own error (a stale receipt handle: Errc::not_found).
-  using Transport::ack_batch;
+  using babelqueue::Transport::ack_batch;
   Result<void> ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures) override;
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
   Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override;
@@ -141,15 +141,15 @@ class SqsTransport final : public Transport {
 
  private:
   class State;
-  explicit SqsTransport(std::unique_ptr<State> state);
+  explicit Transport(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
-
-namespace sqs {
 
 // Registers the sqs:// scheme with open_transport(). Call it once, from any
 // thread, before opening sqs:// URLs; calling it again is harmless.
 void register_transport();
 
-}  // namespace sqs
-}  // namespace babelqueue
+// The options by their short name: babelqueue::sqs::Options.
+using Options = Transport::Options;
+
+}  // namespace babelqueue::sqs

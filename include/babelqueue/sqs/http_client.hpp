@@ -1,10 +1,10 @@
 // The HTTP seam of the SQS transport (library babelqueue::sqs).
 //
-// SqsTransport speaks the SQS JSON protocol as signed HTTP POSTs through an
+// sqs::Transport speaks the SQS JSON protocol as signed HTTP POSTs through an
 // HttpClient. The default one (make_curl_http_client) is libcurl with
 // reused keep-alive connections; a program that already has an HTTP stack —
 // or wants the official AWS SDK's — implements this interface and passes it
-// in SqsTransport::Options::http_client, as the Java SDK lets users pass
+// in sqs::Transport::Options::http_client, as the Java SDK lets users pass
 // their own SqsClient.
 //
 // Thread-safety: post() is called from several threads at once; abort() may

@@ -1,4 +1,4 @@
-// RedisTransport: the Redis binding (library babelqueue::redis), shared with
+// Transport: the Redis binding (library babelqueue::redis), shared with
 // the Go and Python SDKs on the same queues.
 //
 // URL: redis://[user:password@]host[:port][/db][?options]    plain TCP (port 6379)
@@ -51,9 +51,9 @@
 #include <memory>
 #include <string>
 
-namespace babelqueue {
+namespace babelqueue::redis {
 
-class RedisTransport final : public Transport {
+class Transport final : public babelqueue::Transport {
  public:
   // The one TlsOptions of every transport (enabled = rediss://).
   using TlsOptions = babelqueue::TlsOptions;
@@ -91,12 +91,12 @@ class RedisTransport final : public Transport {
   // Errors: Errc::auth for refused credentials or a certificate that does not
   // verify, Errc::connection when the server cannot be reached,
   // Errc::invalid_argument for bad options or unreadable TLS files.
-  static Result<std::unique_ptr<RedisTransport>> open(Options options);
+  static Result<std::unique_ptr<Transport>> open(Options options);
 
   // Options from a redis:// or rediss:// URL (see the top of this file).
   static Result<Options> options_from_url(const Url& url);
 
-  ~RedisTransport() override;
+  ~Transport() override;
 
   const Options& options() const noexcept;
 
@@ -120,15 +120,15 @@ class RedisTransport final : public Transport {
 
  private:
   class State;
-  explicit RedisTransport(std::unique_ptr<State> state);
+  explicit Transport(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
-
-namespace redis {
 
 // Registers redis:// and rediss:// with open_transport(). Call it once, from
 // any thread; calling it again is harmless.
 void register_transport();
 
-}  // namespace redis
-}  // namespace babelqueue
+// The options by their short name: babelqueue::redis::Options.
+using Options = Transport::Options;
+
+}  // namespace babelqueue::redis

@@ -1,4 +1,4 @@
-// KafkaTransport: Apache Kafka through librdkafka (library babelqueue::kafka).
+// Transport: Apache Kafka through librdkafka (library babelqueue::kafka).
 //
 // URL: kafka://HOST:PORT[,HOST:PORT...][?key=value&...]
 //   group=NAME                 consumer group (default "babelqueue", as the Python SDK)
@@ -57,9 +57,9 @@
 #include <string>
 #include <vector>
 
-namespace babelqueue {
+namespace babelqueue::kafka {
 
-class KafkaTransport final : public Transport {
+class Transport final : public babelqueue::Transport {
  public:
   struct Options {
     // Comma-separated host:port list (librdkafka bootstrap.servers).
@@ -87,12 +87,12 @@ class KafkaTransport final : public Transport {
 
   // Connects the producer (the consumer joins its group on the first receive()).
   // Errc::invalid_argument for bad options or a librdkafka property it refuses.
-  static Result<std::unique_ptr<KafkaTransport>> open(Options options);
+  static Result<std::unique_ptr<Transport>> open(Options options);
 
   // Options from a kafka:// URL (see the top of this file).
   static Result<Options> options_from_url(const Url& url);
 
-  ~KafkaTransport() override;
+  ~Transport() override;
 
   const Options& options() const noexcept;
 
@@ -120,15 +120,15 @@ class KafkaTransport final : public Transport {
 
  private:
   class State;
-  explicit KafkaTransport(std::unique_ptr<State> state);
+  explicit Transport(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
-
-namespace kafka {
 
 // Registers the kafka:// scheme with open_transport(). Call it once, from any
 // thread, before opening kafka:// URLs; calling it again is harmless.
 void register_transport();
 
-}  // namespace kafka
-}  // namespace babelqueue
+// The options by their short name: babelqueue::kafka::Options.
+using Options = Transport::Options;
+
+}  // namespace babelqueue::kafka

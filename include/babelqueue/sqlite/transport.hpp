@@ -1,4 +1,4 @@
-// SqliteTransport: the embedded, durable transport — a queue in one SQLite
+// Transport: the embedded, durable transport — a queue in one SQLite
 // file, so the SDK works with no broker at all (library babelqueue::sqlite).
 //
 // URL: sqlite://PATH[?visibility_timeout=DURATION&busy_timeout=DURATION
@@ -47,9 +47,9 @@
 #include <memory>
 #include <string>
 
-namespace babelqueue {
+namespace babelqueue::sqlite {
 
-class SqliteTransport final : public Transport {
+class Transport final : public babelqueue::Transport {
  public:
   // How hard each commit is pushed to the disk (PRAGMA synchronous).
   enum class Synchronous {
@@ -79,12 +79,12 @@ class SqliteTransport final : public Transport {
   // is corrupt), Errc::unsupported when a newer SDK wrote its schema,
   // Errc::timeout when other connections kept it locked beyond busy_timeout,
   // Errc::invalid_argument for bad options.
-  static Result<std::unique_ptr<SqliteTransport>> open(Options options);
+  static Result<std::unique_ptr<Transport>> open(Options options);
 
   // Options from a sqlite:// URL (see the top of this file).
   static Result<Options> options_from_url(const Url& url);
 
-  ~SqliteTransport() override;
+  ~Transport() override;
 
   const Options& options() const noexcept;
 
@@ -107,15 +107,15 @@ class SqliteTransport final : public Transport {
 
  private:
   class State;
-  explicit SqliteTransport(std::unique_ptr<State> state);
+  explicit Transport(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
-
-namespace sqlite {
 
 // Registers the sqlite:// scheme with open_transport(). Call it once, from
 // any thread, before opening sqlite:// URLs; calling it again is harmless.
 void register_transport();
 
-}  // namespace sqlite
-}  // namespace babelqueue
+// The options by their short name: babelqueue::sqlite::Options.
+using Options = Transport::Options;
+
+}  // namespace babelqueue::sqlite
