@@ -1,6 +1,7 @@
 #include "kafka_conformance.hpp"
 
 #include "kafka_record.hpp"
+#include "transport_access.hpp"
 
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/kafka/transport.hpp>
@@ -155,7 +156,7 @@ void check_attempts(const conformance::Suite& suite, const Value& block, const c
     if (!opened) return reporter.fail("kafka.attempts_reconciliation.broker", opened.error().message());
     transport = std::move(*opened);
     topic = "conformance-attempts-" + uuid_v4().substr(0, 8);
-    if (auto made = transport->ensure_topic(topic); !made) {
+    if (auto made = babelqueue::kafka::detail::TransportAccess::ensure_topic(*transport, topic); !made) {
       return reporter.fail("kafka.attempts_reconciliation.broker", made.error().message());
     }
   }

@@ -10,6 +10,7 @@
 #include "publisher.hpp"
 #include "retry_tiers.hpp"
 #include "topic_admin.hpp"
+#include "transport_access.hpp"
 
 #include <babelqueue/kafka/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
@@ -162,10 +163,6 @@ Result<std::unique_ptr<kafka::Transport>> kafka::Transport::open(Options options
 
 const kafka::Transport::Options& kafka::Transport::options() const noexcept { return state_->options_; }
 
-std::string kafka::Transport::retry_topic(std::string_view topic, std::size_t tier) const {
-  return state_->tiers_.topic(kafka_detail::topic_for_queue(topic), tier);
-}
-
 Capabilities kafka::Transport::capabilities() const {
   Capabilities caps;
   caps.headers = true;
@@ -203,9 +200,14 @@ void kafka::Transport::close(std::chrono::milliseconds deadline) { state_->close
 
 Result<QueueStats> kafka::Transport::stats(std::string_view queue) { return state_->stats(queue); }
 
-Result<void> kafka::Transport::ensure_topic(std::string_view topic) {
+std::string kafka::detail::TransportAccess::retry_topic(const Transport& transport, std::string_view topic,
+                                                        std::size_t tier) {
+  return transport.state_->tiers_.topic(kafka_detail::topic_for_queue(topic), tier);
+}
+
+Result<void> kafka::detail::TransportAccess::ensure_topic(Transport& transport, std::string_view topic) {
   if (topic.empty()) return unexpected(Errc::invalid_argument, "ensure_topic needs a topic name");
-  return state_->admin_.ensure(kafka_detail::topic_for_queue(topic));
+  return transport.state_->admin_.ensure(kafka_detail::topic_for_queue(topic));
 }
 
 namespace kafka {

@@ -11,11 +11,11 @@ import sys
 import time
 
 from babelqueue.codec import EnvelopeCodec
-from babelqueue.kafka_transport import kafka::Transport
+from babelqueue.kafka_transport import KafkaTransport
 
 
 def publish(url, topic, count, outfile, delay_ms=None):
-    transport = kafka::Transport(url, retry_tiers_ms=[delay_ms] if delay_ms else None)
+    transport = KafkaTransport(url, retry_tiers_ms=[delay_ms] if delay_ms else None)
     with open(outfile, "w", encoding="utf-8") as out:
         for n in range(count):
             body = EnvelopeCodec.encode(
@@ -31,7 +31,7 @@ def publish(url, topic, count, outfile, delay_ms=None):
 
 
 def consume(url, group, topic, count, outfile):
-    transport = kafka::Transport(url, group_id=group)
+    transport = KafkaTransport(url, group_id=group)
     got = []
     deadline = time.monotonic() + 60
     while len(got) < count and time.monotonic() < deadline:

@@ -1,5 +1,6 @@
 // babelqueue::kafka against the real Kafka broker (scripts/broker start kafka):
 // the transport contract, then what the Kafka binding adds.
+#include "../../src/kafka/transport_access.hpp"
 #include "broker_env.hpp"
 #include "raw_kafka.hpp"
 #include "transport_contract.hpp"
@@ -153,7 +154,7 @@ TEST(KafkaBroker, CommitsOnlyTheFinishedPrefix) {
 TEST(KafkaBroker, RetryTiersDelayAndReinjectWithMeasuredDelays) {
   auto transport = open_kafka("retry_tiers=1s,3s&commit_interval=50ms");
   const std::string topic = unique("tiers");
-  ASSERT_TRUE(transport->ensure_topic(topic));
+  ASSERT_TRUE(babelqueue::kafka::detail::TransportAccess::ensure_topic(*transport, topic));
   // Joins the group first, so the delays measured are the tiers' alone.
   EXPECT_TRUE(receive_all(*transport, topic, 1, std::chrono::seconds(2)).empty());
 
@@ -197,7 +198,8 @@ TEST(KafkaBroker, RetryTiersDelayAndReinjectWithMeasuredDelays) {
   EXPECT_LT(arrivals[2].second, std::chrono::milliseconds(6000));
 
   // The parked records carry the delay and the original topic.
-  auto parked = kafka_test::read_topic(servers(), transport->retry_topic(topic, 0), 1);
+  auto parked = kafka_test::read_topic(
+      servers(), babelqueue::kafka::detail::TransportAccess::retry_topic(*transport, topic, 0), 1);
   ASSERT_EQ(parked.size(), 1U);
   EXPECT_EQ(parked[0].header("bq-delay"), "400");
   EXPECT_EQ(parked[0].header("bq-original-topic"), topic);
@@ -297,7 +299,7 @@ TEST(KafkaBroker, PoisonAndGatedRecordsAreDeadLetteredAndNeverBlockThePartition)
   const std::string group = unique("poison");
   const std::string topic = unique("poison");
   auto transport = open_kafka("commit_interval=50ms", group);
-  ASSERT_TRUE(transport->ensure_topic(topic));
+  ASSERT_TRUE(babelqueue::kafka::detail::TransportAccess::ensure_topic(*transport, topic));
   const std::string garbage = std::string("not an envelope \xff\x00 {", 20);
   kafka_test::produce_raw(servers(), topic, garbage);
   const std::string gated = envelope(topic, 1);
@@ -340,7 +342,7 @@ TEST(KafkaBroker, TwoConsumersInOneGroupSharePartitions) {
   auto a = open_kafka("partitions=2&commit_interval=50ms", group);
   auto b = open_kafka("partitions=2&commit_interval=50ms", group);
   constexpr int kCount = 40;
-  ASSERT_TRUE(a->ensure_topic(topic));
+  ASSERT_TRUE(babelqueue::kafka::detail::TransportAccess::ensure_topic(*a, topic));
   std::mutex mutex;
   std::multiset<std::string> acked;
   std::map<std::string, int> per_consumer;
@@ -533,7 +535,7 @@ TEST(KafkaBroker, ARebalanceCommitsOnlyWhatWasDoneAndRedeliversTheRest) {
 TEST(KafkaBroker, AttemptsComeFromTheFirstHeaderElseTheBody) {
   auto transport = open_kafka();
   const std::string topic = unique("attempts");
-  ASSERT_TRUE(transport->ensure_topic(topic));
+  ASSERT_TRUE(babelqueue::kafka::detail::TransportAccess::ensure_topic(*transport, topic));
   kafka_test::produce_raw(servers(), topic, envelope(topic, 1, 5),
                           {{"bq-attempts", "3"}, {"bq-attempts", "1"}, {"traceparent", "00-a-b-01"}});
   kafka_test::produce_raw(servers(), topic, envelope(topic, 2, 4));
@@ -596,7 +598,7 @@ TEST(KafkaBroker, AKeyedRecordRetriedStaysOnItsPartitionWithItsKey) {
   constexpr int kPartitions = 4;
   const std::string topic = unique("keyed-retry");
   auto transport = open_kafka("partitions=4&commit_interval=50ms");
-  ASSERT_TRUE(transport->ensure_topic(topic));
+  ASSERT_TRUE(babelqueue::kafka::detail::TransportAccess::ensure_topic(*transport, topic));
   for (int i = 0; i < kKeys; ++i) {
     bq::PublishOptions keyed;
     keyed.ordering_key = "customer-" + std::to_string(i);

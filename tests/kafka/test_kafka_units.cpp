@@ -2,6 +2,7 @@
 // schema-version gate, the bq-attempts header and the commit bookkeeping.
 #include "kafka_record.hpp"
 #include "partition_progress.hpp"
+#include "transport_access.hpp"
 
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/kafka/transport.hpp>
@@ -134,8 +135,8 @@ TEST(KafkaTransport, NamesRetryTopicsByPattern) {
   options.retry_tiers = {5s, 30s};
   auto opened = bq::kafka::Transport::open(options);
   ASSERT_TRUE(opened) << opened.error().message();
-  EXPECT_EQ((*opened)->retry_topic("orders", 0), "orders.retry.1");
-  EXPECT_EQ((*opened)->retry_topic("orders", 1), "orders.retry.2");
+  EXPECT_EQ(babelqueue::kafka::detail::TransportAccess::retry_topic(**opened, "orders", 0), "orders.retry.1");
+  EXPECT_EQ(babelqueue::kafka::detail::TransportAccess::retry_topic(**opened, "orders", 1), "orders.retry.2");
   EXPECT_EQ((*opened)->dead_letter_queue("orders"), "orders.dlq");
   const auto caps = (*opened)->capabilities();
   EXPECT_TRUE(caps.native_delay);
@@ -145,7 +146,7 @@ TEST(KafkaTransport, NamesRetryTopicsByPattern) {
   options.retry_topic_pattern = "{topic}.retry.{delay_ms}";
   opened = bq::kafka::Transport::open(options);
   ASSERT_TRUE(opened);
-  EXPECT_EQ((*opened)->retry_topic("orders", 1), "orders.retry.30000");
+  EXPECT_EQ(babelqueue::kafka::detail::TransportAccess::retry_topic(**opened, "orders", 1), "orders.retry.30000");
   (*opened)->close(100ms);
 }
 

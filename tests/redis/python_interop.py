@@ -18,13 +18,13 @@ import sys
 from babelqueue import BabelQueue
 from babelqueue.codec import EnvelopeCodec
 from babelqueue.headers import headers_from_context
-from babelqueue.redis_transport import redis::Transport
+from babelqueue.redis_transport import RedisTransport
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
 def produce(url, queue, count, outfile):
-    transport = redis::Transport(url)
+    transport = RedisTransport(url)
     with open(outfile, "w", encoding="utf-8") as out:
         for i in range(count):
             data = {"i": i, "text": "h\u00e9llo <&> \u4e2d\u6587 \"q\" \\", "nested": {"b": True, "a": None},
@@ -39,7 +39,7 @@ def produce(url, queue, count, outfile):
 
 
 def consume(url, queue, count, outfile):
-    transport = redis::Transport(url)
+    transport = RedisTransport(url)
     app = BabelQueue(transport=transport, queue=queue)
     handled = []
 
@@ -70,7 +70,7 @@ def consume(url, queue, count, outfile):
 
 
 def hold(url, queue):
-    transport = redis::Transport(url)
+    transport = RedisTransport(url)
     received = transport.pop(queue, timeout=5.0)
     return 0 if received is not None else 1
 

@@ -1,7 +1,7 @@
 """The Python side of the SQS interop test (interop.sh), run with the pinned
 published SDK (scripts/python-sdk run). Subcommands:
 
-  produce URL QUEUE COUNT OUT     publish through babelqueue's sqs::Transport
+  produce URL QUEUE COUNT OUT     publish through babelqueue's SqsTransport
                                   (with a traceparent header); bodies to OUT
   consume URL QUEUE COUNT OUT     receive raw with boto3 (all attributes),
                                   check each message's MessageAttributes equal
@@ -19,9 +19,9 @@ SPAN = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 def produce(url, queue, count, out_path):
     from babelqueue.codec import EnvelopeCodec
-    from babelqueue.sqs_transport import sqs::Transport
+    from babelqueue.sqs_transport import SqsTransport
 
-    transport = sqs::Transport(url)
+    transport = SqsTransport(url)
     transport._sqs.create_queue(QueueName=queue)  # the C++ side may not have made it yet
     with open(out_path, "w", encoding="utf-8") as out:
         for i in range(count):
@@ -35,9 +35,9 @@ def produce(url, queue, count, out_path):
 def consume(url, queue, count, out_path):
     from babelqueue import BabelQueue
     from babelqueue.codec import EnvelopeCodec
-    from babelqueue.sqs_transport import sqs::Transport
+    from babelqueue.sqs_transport import SqsTransport
 
-    transport = sqs::Transport(url)
+    transport = SqsTransport(url)
     client = transport._sqs
     queue_url = client.get_queue_url(QueueName=queue)["QueueUrl"]
     records = []
@@ -50,7 +50,7 @@ def consume(url, queue, count, out_path):
             raise SystemExit(f"only {len(records)} of {count} messages arrived")
         for message in messages:
             body = message["Body"]
-            expected = sqs::Transport._merge_attributes(sqs::Transport._attributes(body), {"traceparent": SPAN})
+            expected = SqsTransport._merge_attributes(SqsTransport._attributes(body), {"traceparent": SPAN})
             got = {name: {"DataType": spec["DataType"], "StringValue": spec["StringValue"]}
                    for name, spec in message.get("MessageAttributes", {}).items()}
             if got != expected:

@@ -59,6 +59,10 @@
 
 namespace babelqueue::kafka {
 
+namespace detail {
+struct TransportAccess;
+}
+
 class Transport final : public babelqueue::Transport {
  public:
   struct Options {
@@ -96,9 +100,6 @@ class Transport final : public babelqueue::Transport {
 
   const Options& options() const noexcept;
 
-  // The retry topic of tier index (0-based) for topic, under retry_topic_pattern.
-  std::string retry_topic(std::string_view topic, std::size_t tier) const;
-
   Capabilities capabilities() const override;
   Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override;
   // Produces every record, then waits for all delivery reports.
@@ -114,11 +115,8 @@ class Transport final : public babelqueue::Transport {
   // Commits what is done, leaves the group, closes both clients.
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
-  // Creates topic when missing (partitions, replication_factor of the options).
-  // Errc::not_found naming the topic when it is missing and cannot be created.
-  Result<void> ensure_topic(std::string_view topic);
-
  private:
+  friend struct detail::TransportAccess;  // the tests' and benchmarks' view, not public API
   class State;
   explicit Transport(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
