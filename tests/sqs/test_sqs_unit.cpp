@@ -13,10 +13,17 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <optional>
+#include <thread>
 
 namespace bq = babelqueue;
 using bq::sqs::AwsCredentials;
@@ -486,6 +493,105 @@ TEST(SqsRequests, AckBatchNamesEachDeliverySqsDidNotDelete) {
   ASSERT_EQ(failures.size(), 2U);
   EXPECT_EQ(failures[0].error.code(), bq::Errc::closed);
   EXPECT_EQ(failures[1].index, 1U);
+}
+
+// ---- the libcurl client's TLS options, against a local https server ----
+
+// openssl s_server on 127.0.0.1 with a certificate for 127.0.0.1 signed by a
+// CA of its own, asking every client for a certificate signed by that CA.
+// It never answers a POST, so a post that got through TLS and the client
+// certificate check runs into its timeout; any other outcome is a refusal.
+class TlsEndpoint {
+ public:
+  TlsEndpoint() {
+    port_ = free_port();
+    const std::string d = dir_.path().string();
+    const std::string sign = " -CA ca.crt -CAkey ca.key -days 1";
+    pid_ = std::stoi(bq::testing::run_command_output(
+        "exec 2>/dev/null; cd '" + d + "' && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca " +
+        "-keyout ca.key -out ca.crt && openssl req -newkey rsa:2048 -nodes -subj /CN=sqs -keyout server.key " +
+        "-out server.csr && printf 'subjectAltName=IP:127.0.0.1\\n' > server.ext && openssl x509 -req -in " +
+        "server.csr" + sign + " -set_serial 1 -extfile server.ext -out server.crt && openssl req -newkey " +
+        "rsa:2048 -nodes -subj /CN=client -keyout client.key -out client.csr && openssl x509 -req -in client.csr" +
+        sign +
+        " -set_serial 2 -out client.crt && { openssl s_server -quiet -www -accept 127.0.0.1:" + std::to_string(port_) +
+        " -cert server.crt -key server.key -CAfile ca.crt -Verify 1 " + "</dev/null >/dev/null 2>&1 & echo $!; }"));
+    for (int i = 0; i < 100 && !accepting(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ~TlsEndpoint() { ::kill(pid_, SIGTERM); }
+  TlsEndpoint(const TlsEndpoint&) = delete;
+  TlsEndpoint& operator=(const TlsEndpoint&) = delete;
+
+  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_) + "/"; }
+  std::string file(const std::string& name) const { return dir_.file(name); }
+
+ private:
+  static sockaddr_in loopback(int port) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return address;
+  }
+  static int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address = loopback(0);
+    socklen_t length = sizeof(address);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    ::close(fd);
+    return ntohs(address.sin_port);
+  }
+  bool accepting() const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    const sockaddr_in address = loopback(port_);
+    const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+    ::close(fd);
+    return ok;
+  }
+
+  bq::test_support::TempDir dir_{"bq-sqs-tls"};
+  int port_ = 0;
+  int pid_ = 0;
+};
+
+TEST(SqsCurlClient, UsesTheCaFileTheClientCertificateAndVerify) {
+  const TlsEndpoint server;
+  auto post = [&](const bq::sqs::CurlOptions& options) {
+    auto client = bq::sqs::make_curl_http_client(options);
+    HttpRequest request;
+    request.url = server.url();
+    request.body = "{}";
+    request.timeout = std::chrono::milliseconds(1500);
+    return client->post(request);
+  };
+  bq::sqs::CurlOptions trusted;
+  trusted.ca_file = server.file("ca.crt");
+  trusted.cert_file = server.file("client.crt");
+  trusted.key_file = server.file("client.key");
+  auto through = post(trusted);
+  ASSERT_FALSE(through);
+  EXPECT_EQ(through.error().code(), bq::Errc::timeout) << "got through TLS: " << through.error().message();
+
+  // The system's CAs do not know the server's CA.
+  bq::sqs::CurlOptions untrusted = trusted;
+  untrusted.ca_file.clear();
+  auto refused = post(untrusted);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), bq::Errc::connection);
+  EXPECT_NE(refused.error().message().find("TLS"), std::string::npos) << refused.error().message();
+  // Unless verification is off.
+  untrusted.verify = false;
+  auto unverified = post(untrusted);
+  ASSERT_FALSE(unverified);
+  EXPECT_EQ(unverified.error().code(), bq::Errc::timeout) << unverified.error().message();
+
+  // Without a client certificate the server hangs up.
+  bq::sqs::CurlOptions anonymous;
+  anonymous.ca_file = trusted.ca_file;
+  auto hung_up = post(anonymous);
+  ASSERT_FALSE(hung_up);
+  EXPECT_EQ(hung_up.error().code(), bq::Errc::connection) << hung_up.error().message();
 }
 
 // ---- URLs ----
