@@ -5,6 +5,7 @@
 #include <babelqueue/sqs_signer.hpp>
 #include <babelqueue/sqs_transport.hpp>
 #include <babelqueue/transport_registry.hpp>
+#include <babelqueue/url_options.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -27,6 +28,7 @@ constexpr std::size_t kMaxBatch = 10;                 // SQS entries per batch c
 constexpr std::size_t kMaxBatchBytes = 256U * 1024U;  // SQS payload per SendMessageBatch
 constexpr seconds kMaxDelay{900};                     // DelaySeconds
 constexpr seconds kMaxVisibility{43200};              // VisibilityTimeout (12 h)
+constexpr seconds kMaxWait{20};                       // WaitTimeSeconds
 constexpr milliseconds kShortPollPause{50};           // between short polls of a sub-second wait
 constexpr milliseconds kWaitRounding{50};             // a wait this close to whole seconds is long-polled whole
 constexpr std::string_view kFifoSuffix = ".fifo";
@@ -214,20 +216,6 @@ Result<void> append_message_fields(std::string& out, std::string_view queue, std
     }
   }
   return {};
-}
-
-Result<std::int64_t> integer_parameter(const Url& url, std::string_view key, std::int64_t fallback, std::int64_t low,
-                                       std::int64_t high) {
-  const std::string text = url.param(key);
-  if (text.empty()) return fallback;
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value < low || value > high) {
-    return unexpected(Errc::invalid_argument, "sqs:// " + std::string(key) +
-                                                  " must be a whole number of seconds from " + std::to_string(low) +
-                                                  " to " + std::to_string(high) + ", got '" + text + "'");
-  }
-  return value;
 }
 
 // Acks of one queue waiting for a DeleteMessageBatch (group commit: the
@@ -533,7 +521,7 @@ SqsTransport::SqsTransport(std::unique_ptr<State> state) : state_(std::move(stat
 SqsTransport::~SqsTransport() { close(); }
 
 Result<std::unique_ptr<SqsTransport>> SqsTransport::open(Options options) {
-  if (options.max_wait < seconds(0) || options.max_wait > seconds(20)) {
+  if (options.max_wait < seconds(0) || options.max_wait > kMaxWait) {
     return unexpected(Errc::invalid_argument, "the SQS long-poll wait must be 0 to 20 seconds");
   }
   if (options.visibility_timeout < seconds(0) || options.visibility_timeout > kMaxVisibility) {
@@ -565,47 +553,44 @@ Result<std::unique_ptr<SqsTransport>> SqsTransport::open(Options options) {
 
 Result<SqsTransport::Options> SqsTransport::options_from_url(const Url& url) {
   if (url.scheme != "sqs") return unexpected(Errc::invalid_argument, "not an sqs:// URL: " + url.redacted());
-  static constexpr std::string_view kKnown[] = {"endpoint",      "prefix",          "fifo",
-                                                "group_id",      "wait_time",       "visibility_timeout",
-                                                "content_dedup", "create",          "dead_letter_queue_url",
-                                                "profile",       "request_timeout", "ca_file"};
-  for (const auto& [key, value] : url.query) {
-    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
-      return unexpected(Errc::invalid_argument, "sqs:// does not know the parameter '" + key +
-                                                    "' (known: endpoint, prefix, fifo, group_id, wait_time, "
-                                                    "visibility_timeout, content_dedup, create, dead_letter_queue_url, "
-                                                    "profile, request_timeout, ca_file)");
-    }
-  }
+  Options options;
+  options.region = url.host;
+  UrlOptionReader read(url);
+  read.text("endpoint", options.endpoint);
+  read.text("prefix", options.queue_url_prefix);
+  read.flag("fifo", options.fifo);
+  read.text("group_id", options.group_id);
+  // SQS takes both in whole seconds: the seconds fields accept nothing finer.
+  read.duration("wait_time", options.max_wait, {.max = kMaxWait});
+  read.duration("visibility_timeout", options.visibility_timeout, {.max = kMaxVisibility});
+  read.flag("content_dedup", options.content_dedup);
+  read.flag("create", options.create_queues);
+  read.text("dead_letter_queue_url", options.dead_letter_queue_url);
+  read.text("profile", options.credentials.profile);
+  // A millisecond field, held to whole seconds as the URL has always taken it.
+  read.duration("request_timeout", options.request_timeout,
+                {.min = seconds(1), .max = std::chrono::hours(1), .step = seconds(1)});
+  // TLS is on whenever the endpoint is https, which the URL may not show
+  // (the default endpoint is); libcurl ignores these settings for http, so
+  // they are accepted with any endpoint, as ca_file always was.
+  TlsOptions tls;
+  tls.enabled = true;
+  read.tls(tls, "an https endpoint");
+  if (auto done = read.finish(); !done) return unexpected(done.error());
   if (!url.path.empty() || !url.user.empty() || url.port) {
     return unexpected(Errc::invalid_argument, "an sqs:// URL is sqs://[region][?options], got " + url.redacted());
   }
-  Options options;
-  options.region = url.host;
-  options.endpoint = url.param("endpoint");
-  options.queue_url_prefix = url.param("prefix");
-  options.group_id = url.param("group_id");
-  options.dead_letter_queue_url = url.param("dead_letter_queue_url");
-  options.credentials.profile = url.param("profile");
-  options.curl.ca_file = url.param("ca_file");
-  auto fifo = url.flag("fifo", false);
-  if (!fifo) return unexpected(fifo.error());
-  options.fifo = *fifo;
-  auto content_dedup = url.flag("content_dedup", false);
-  if (!content_dedup) return unexpected(content_dedup.error());
-  options.content_dedup = *content_dedup;
-  auto create = url.flag("create", false);
-  if (!create) return unexpected(create.error());
-  options.create_queues = *create;
-  auto wait = integer_parameter(url, "wait_time", 20, 0, 20);
-  if (!wait) return unexpected(wait.error());
-  options.max_wait = seconds(*wait);
-  auto visibility = integer_parameter(url, "visibility_timeout", 30, 0, kMaxVisibility.count());
-  if (!visibility) return unexpected(visibility.error());
-  options.visibility_timeout = seconds(*visibility);
-  auto timeout = integer_parameter(url, "request_timeout", 30, 1, 3600);
-  if (!timeout) return unexpected(timeout.error());
-  options.request_timeout = seconds(*timeout);
+  if (!tls.server_name.empty()) {
+    return unexpected(Errc::invalid_argument,
+                      "sqs:// URL: parameter 'tls_server_name' is not available: libcurl checks the endpoint's "
+                      "certificate against the endpoint's host; write the endpoint with the name its certificate "
+                      "carries");
+  }
+  if (auto checked = tls.check(); !checked) return unexpected(checked.error());
+  options.curl.ca_file = tls.ca_file;
+  options.curl.cert_file = tls.cert_file;
+  options.curl.key_file = tls.key_file;
+  options.curl.verify = tls.verify;
   return options;
 }
 

@@ -23,6 +23,7 @@
 #include <ctime>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 namespace bq = babelqueue;
@@ -629,6 +630,179 @@ TEST(SqsUrl, RefusesUnknownAndOutOfRangeParameters) {
     ASSERT_FALSE(options) << text;
     EXPECT_EQ(options.error().code(), bq::Errc::invalid_argument) << text;
   }
+}
+
+// Every field options_from_url sets, as one text, so a whole Options compares at once.
+std::string url_fields(const bq::SqsTransport::Options& o) {
+  std::ostringstream out;
+  out << "region=" << o.region << " endpoint=" << o.endpoint << " prefix=" << o.queue_url_prefix << " fifo=" << o.fifo
+      << " group_id=" << o.group_id << " content_dedup=" << o.content_dedup << " max_wait=" << o.max_wait.count()
+      << "s visibility_timeout=" << o.visibility_timeout.count() << "s create=" << o.create_queues
+      << " dlq=" << o.dead_letter_queue_url << " profile=" << o.credentials.profile
+      << " request_timeout=" << o.request_timeout.count() << "ms ca_file=" << o.curl.ca_file
+      << " cert_file=" << o.curl.cert_file << " key_file=" << o.curl.key_file << " verify=" << o.curl.verify;
+  return out.str();
+}
+
+std::string url_fields_of(const std::string& text) {
+  auto url = bq::Url::parse(text);
+  if (!url) return "unparsable URL: " + url.error().message();
+  auto options = bq::SqsTransport::options_from_url(*url);
+  if (!options) return "refused: " + options.error().message();
+  return url_fields(*options);
+}
+
+std::string url_error_of(const std::string& text) {
+  auto url = bq::Url::parse(text);
+  if (!url) return "unparsable URL: " + url.error().message();
+  auto options = bq::SqsTransport::options_from_url(*url);
+  if (options) return "accepted";
+  EXPECT_EQ(options.error().code(), bq::Errc::invalid_argument) << text;
+  return options.error().message();
+}
+
+// The URLs the tests, the scripts and docs/transports/sqs.md use read the
+// same Options as before the shared URL reader.
+TEST(SqsUrl, TheUrlsInUseReadTheSameOptions) {
+  using Options = bq::SqsTransport::Options;
+  const std::string local = "sqs://us-east-1?endpoint=http://127.0.0.1:9324";
+  auto expect = [](auto change) {
+    Options options;
+    options.region = "us-east-1";
+    options.endpoint = "http://127.0.0.1:9324";
+    change(options);
+    return url_fields(options);
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {"sqs://eu-central-1", url_fields([] {
+         Options options;
+         options.region = "eu-central-1";
+         return options;
+       }())},
+      {"sqs://us-east-1", url_fields([] {
+         Options options;
+         options.region = "us-east-1";
+         return options;
+       }())},
+      {local, expect([](Options&) {})},
+      {local + "&create=1", expect([](Options& o) { o.create_queues = true; })},
+      {local + "&create=1&visibility_timeout=2", expect([](Options& o) {
+         o.create_queues = true;
+         o.visibility_timeout = std::chrono::seconds(2);
+       })},
+      {local + "&create=1&visibility_timeout=30&fifo=1&content_dedup=1&group_id=g1", expect([](Options& o) {
+         o.create_queues = true;
+         o.fifo = true;
+         o.content_dedup = true;
+         o.group_id = "g1";
+       })},
+      {local + "&visibility_timeout=3", expect([](Options& o) { o.visibility_timeout = std::chrono::seconds(3); })},
+      {local + "&create=1&visibility_timeout=2&dead_letter_queue_url=http://127.0.0.1:9324/000000000000/dlq",
+       expect([](Options& o) {
+         o.create_queues = true;
+         o.visibility_timeout = std::chrono::seconds(2);
+         o.dead_letter_queue_url = "http://127.0.0.1:9324/000000000000/dlq";
+       })},
+      {"sqs://us-east-1?endpoint=http://127.0.0.1:9&request_timeout=2", url_fields([] {
+         Options options;
+         options.region = "us-east-1";
+         options.endpoint = "http://127.0.0.1:9";
+         options.request_timeout = std::chrono::seconds(2);
+         return options;
+       }())},
+      // The Python SDK's bare numbers of seconds, at the bounds.
+      {local + "&wait_time=20&visibility_timeout=43200&request_timeout=3600", expect([](Options& o) {
+         o.max_wait = std::chrono::seconds(20);
+         o.visibility_timeout = std::chrono::hours(12);
+         o.request_timeout = std::chrono::hours(1);
+       })},
+      {local + "&wait_time=0&visibility_timeout=0&request_timeout=1", expect([](Options& o) {
+         o.max_wait = std::chrono::seconds(0);
+         o.visibility_timeout = std::chrono::seconds(0);
+         o.request_timeout = std::chrono::seconds(1);
+       })},
+      {"sqs://?endpoint=http://127.0.0.1:9324", url_fields([] {
+         Options options;
+         options.endpoint = "http://127.0.0.1:9324";
+         return options;
+       }())},
+      // ca_file works with an http endpoint too (libcurl uses it for https only).
+      {local + "&ca_file=/etc/ssl/ca.pem", expect([](Options& o) { o.curl.ca_file = "/etc/ssl/ca.pem"; })},
+  };
+  for (const auto& [url, fields] : cases) EXPECT_EQ(url_fields_of(url), fields) << url;
+}
+
+TEST(SqsUrl, ReadsTheSharedDurationAndTlsSyntax) {
+  using Options = bq::SqsTransport::Options;
+  auto expect = [](auto change) {
+    Options options;
+    options.region = "us-east-1";
+    change(options);
+    return url_fields(options);
+  };
+  EXPECT_EQ(url_fields_of("sqs://us-east-1?wait_time=20s&visibility_timeout=2m&request_timeout=90s"),
+            expect([](Options& o) {
+              o.max_wait = std::chrono::seconds(20);
+              o.visibility_timeout = std::chrono::minutes(2);
+              o.request_timeout = std::chrono::seconds(90);
+            }));
+  EXPECT_EQ(url_fields_of("sqs://us-east-1?wait_time=2000ms&visibility_timeout=1h"), expect([](Options& o) {
+              o.max_wait = std::chrono::seconds(2);
+              o.visibility_timeout = std::chrono::hours(1);
+            }));
+  EXPECT_EQ(url_fields_of("sqs://us-east-1?endpoint=https://sqs.internal:8443&tls_ca=/ca.pem&tls_cert=/c.pem"
+                          "&tls_key=/k.pem&tls_verify=false"),
+            expect([](Options& o) {
+              o.endpoint = "https://sqs.internal:8443";
+              o.curl.ca_file = "/ca.pem";
+              o.curl.cert_file = "/c.pem";
+              o.curl.key_file = "/k.pem";
+              o.curl.verify = false;
+            }));
+  EXPECT_EQ(url_fields_of("sqs://us-east-1?cert=/c.pem&key=/k.pem&verify=no"), expect([](Options& o) {
+              o.curl.cert_file = "/c.pem";
+              o.curl.key_file = "/k.pem";
+              o.curl.verify = false;
+            }));
+  // An empty value keeps the default, as Python's parse_qs reads it (the
+  // reader before the shared one refused an empty flag).
+  EXPECT_EQ(url_fields_of("sqs://us-east-1?wait_time=&fifo=&ca_file="), expect([](Options&) {}));
+}
+
+TEST(SqsUrl, ErrorsUseTheSharedTextsWithoutSecrets) {
+  const std::string unknown = url_error_of("sqs://AKID:SECRET@us-east-1?bogus=1");
+  EXPECT_EQ(unknown,
+            "sqs:// URL: unknown parameter 'bogus' (known: endpoint, prefix, fifo, group_id, wait_time, "
+            "visibility_timeout, content_dedup, create, dead_letter_queue_url, profile, request_timeout, tls_ca, "
+            "tls_cert, tls_key, tls_server_name, tls_verify)");
+  EXPECT_EQ(unknown.find("SECRET"), std::string::npos);
+  // Credentials do not belong in the URL; the error does not repeat them.
+  const std::string with_user = url_error_of("sqs://AKID:SECRET@us-east-1?wait_time=5");
+  EXPECT_NE(with_user.find("sqs://[region][?options]"), std::string::npos) << with_user;
+  EXPECT_EQ(with_user.find("SECRET"), std::string::npos) << with_user;
+
+  EXPECT_EQ(url_error_of("sqs://us-east-1?wait_time=21"),
+            "sqs:// URL: parameter 'wait_time' is '21', expected a duration in whole seconds (5s, 2m, or a number of "
+            "seconds) between 0s and 20s");
+  EXPECT_EQ(url_error_of("sqs://us-east-1?visibility_timeout=1.5"),
+            "sqs:// URL: parameter 'visibility_timeout' is '1.5', expected a duration in whole seconds (5s, 2m, or a "
+            "number of seconds) between 0s and 12h");
+  EXPECT_EQ(url_error_of("sqs://us-east-1?request_timeout=1500ms"),
+            "sqs:// URL: parameter 'request_timeout' is '1500ms', expected a duration in whole seconds (5s, 2m, or a "
+            "number of seconds) between 1s and 1h");
+  EXPECT_EQ(url_error_of("sqs://us-east-1?request_timeout=0"),
+            "sqs:// URL: parameter 'request_timeout' is '0', expected a duration in whole seconds (5s, 2m, or a "
+            "number of seconds) between 1s and 1h");
+  EXPECT_EQ(url_error_of("sqs://us-east-1?fifo=maybe"),
+            "sqs:// URL: parameter 'fifo' is 'maybe', expected true or false (also yes/no, on/off, 1/0)");
+  // An unknown parameter is reported before a malformed one.
+  EXPECT_NE(url_error_of("sqs://us-east-1?fifo=maybe&wait_tme=3").find("unknown parameter 'wait_tme'"),
+            std::string::npos);
+  EXPECT_EQ(url_error_of("sqs://us-east-1?ca_file=/a.pem&tls_ca=/b.pem"),
+            "sqs:// URL: parameters 'tls_ca' and 'ca_file' are one option; give one of them");
+  EXPECT_EQ(url_error_of("sqs://us-east-1?tls_cert=/c.pem"), "tls_cert and tls_key go together: give both or neither");
+  EXPECT_NE(url_error_of("sqs://us-east-1?tls_server_name=sqs.internal").find("'tls_server_name' is not available"),
+            std::string::npos);
 }
 
 }  // namespace
