@@ -66,8 +66,15 @@
 //
 // Thread-safety: all methods are thread-safe; requests run concurrently on
 // the HTTP client's connections.
+// Options::log hears, from the thread that made the call, of the region,
+// endpoint and where the credentials came from (open), each queue URL looked
+// up or created, the endpoint stopping and starting to answer, and close()
+// giving up on calls in flight; never credentials, signatures or the
+// server's error texts. The transport retries nothing itself: its callers
+// (the Worker) decide, and log, whether to try again.
 #pragma once
 
+#include <babelqueue/log_sink.hpp>
 #include <babelqueue/result.hpp>
 #include <babelqueue/sqs_credentials.hpp>
 #include <babelqueue/sqs_http_client.hpp>
@@ -114,6 +121,10 @@ class SqsTransport final : public Transport {
     sqs::CurlOptions curl;
     // Limit of one request (a long poll gets its wait on top).
     std::chrono::milliseconds request_timeout{std::chrono::seconds(30)};
+    // Where the transport says what it resolved and created, when the
+    // endpoint stops and starts answering, and when close() gives up on
+    // calls in flight; an empty function silences it.
+    LogSink log = stderr_log_sink();
   };
 
   // Resolves credentials and region (Errc::auth / Errc::invalid_argument

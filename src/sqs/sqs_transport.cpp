@@ -1,6 +1,7 @@
 #include "sqs_projection.hpp"
 
 #include <babelqueue/binding.hpp>
+#include <babelqueue/duration.hpp>
 #include <babelqueue/json.hpp>
 #include <babelqueue/sqs_signer.hpp>
 #include <babelqueue/sqs_transport.hpp>
@@ -243,9 +244,13 @@ class SqsTransport::State {
   Options options;
   std::string region;
   sqs::AwsCredentials credentials;
-  std::string endpoint_url;  // where every request is POSTed
+  std::string endpoint_url;    // where every request is POSTed
+  std::string endpoint_shown;  // the same for logs: user information redacted
   std::shared_ptr<sqs::HttpClient> http;
   std::atomic<bool> closed{false};
+  // Set by a call that got no answer, cleared by the next answer: the
+  // operator hears once that the endpoint is gone and once that it is back.
+  std::atomic<bool> unreachable{false};
 
   std::mutex close_mutex;
   std::condition_variable close_signal;  // wakes short-poll pauses and close() waiting for calls
@@ -270,6 +275,27 @@ class SqsTransport::State {
   void pause(milliseconds duration) {
     std::unique_lock lock(close_mutex);
     close_signal.wait_for(lock, duration, [&] { return closed.load(); });
+  }
+  // Lines never hold credentials, signatures or the server's error
+  // messages (an authentication error may quote the signed request).
+  void log(LogLevel level, const std::string& message) const {
+    if (options.log) options.log(level, message);
+  }
+  void note_answer() {
+    if (unreachable.load(std::memory_order_relaxed) && unreachable.exchange(false)) {
+      log(LogLevel::info, "sqs: " + endpoint_shown + " answers again");
+    }
+  }
+  void note_no_answer(std::string_view operation, const ErrorInfo& error) {
+    // The transport sends nothing again by itself: the caller (the Worker's
+    // receive loop, a publisher) decides whether to try again.
+    if (!unreachable.exchange(true)) {
+      log(LogLevel::warning, "sqs: no answer from " + endpoint_shown + " to " + std::string(operation) + " (" +
+                                 error.message() + "); nothing is resent, later calls try it again");
+    } else {
+      log(LogLevel::debug, "sqs: still no answer from " + endpoint_shown + " to " + std::string(operation) + " (" +
+                               error.message() + ")");
+    }
   }
 };
 
@@ -309,9 +335,11 @@ Result<Value> SqsTransport::State::call(std::string_view operation, std::string 
   auto response = http->post(request);
   if (!response) {
     if (closed.load()) return closed_error();
+    note_no_answer(operation, response.error());
     return unexpected(response.error().code(),
                       "SQS " + std::string(operation) + " failed: " + response.error().message());
   }
+  note_answer();
   std::optional<Value> parsed;
   if (!response->body.empty()) {
     if (auto value = parse_json(response->body); value && value->is_object()) parsed = std::move(*value);
@@ -333,6 +361,9 @@ Result<Value> SqsTransport::State::call(std::string_view operation, std::string 
   }
   std::string text = "SQS " + std::string(operation) + " failed with HTTP " + std::to_string(response->status);
   if (!code.empty()) text += " " + code;
+  // The caller gets the whole error; the log line only what identifies it.
+  log(LogLevel::debug, "sqs: " + std::string(operation) + " answered HTTP " + std::to_string(response->status) +
+                           (code.empty() ? "" : " " + code));
   if (!message.empty()) text += ": " + message;
   if (code.empty() && !parsed && !response->body.empty()) text += ": " + response->body.substr(0, 200);
   return unexpected(errc_for(code, response->status), std::move(text));
@@ -358,6 +389,7 @@ Result<std::string> SqsTransport::State::create_queue(std::string_view name) {
   if (url == nullptr) {
     return unexpected(Errc::broker, "SQS CreateQueue for '" + std::string(name) + "' returned no QueueUrl");
   }
+  log(LogLevel::info, "sqs: created queue '" + std::string(name) + "' at " + *url);
   return *url;
 }
 
@@ -391,6 +423,7 @@ Result<std::string> SqsTransport::State::resolve(std::string_view queue) {
         return unexpected(Errc::broker, "SQS GetQueueUrl for '" + std::string(queue) + "' returned no QueueUrl");
       }
       url = *text;
+      log(LogLevel::info, "sqs: queue '" + std::string(queue) + "' is at " + url);
     } else if (found.error().code() == Errc::not_found && options.create_queues) {
       auto created = create_queue(queue);
       if (!created) return unexpected(created.error());
@@ -544,10 +577,15 @@ Result<std::unique_ptr<SqsTransport>> SqsTransport::open(Options options) {
                       "the SQS endpoint must be an http:// or https:// URL, got '" + endpoint + "'");
   }
   if (endpoint.find('/', endpoint.find("://") + 3) == std::string::npos) endpoint += "/";
+  const auto parsed = Url::parse(endpoint);
+  state->endpoint_shown = parsed ? parsed->redacted() : "the SQS endpoint";
   state->endpoint_url = std::move(endpoint);
   state->http = state->options.http_client
                     ? state->options.http_client
                     : std::shared_ptr<sqs::HttpClient>(sqs::make_curl_http_client(state->options.curl));
+  // Where the credentials came from, never what they are.
+  state->log(LogLevel::info, "sqs: region " + state->region + ", endpoint " + state->endpoint_shown +
+                                 ", credentials from " + state->credentials.source);
   return std::unique_ptr<SqsTransport>(new SqsTransport(std::move(state)));
 }
 
@@ -878,12 +916,18 @@ Result<QueueStats> SqsTransport::stats(std::string_view queue) {
 
 void SqsTransport::close(milliseconds deadline) {
   if (state_->closed.exchange(true)) return;
+  int abandoned = 0;
   {
     // Long polls and short-poll pauses end at once (they watch the flag);
     // publishes and settles in flight get until the deadline.
     std::unique_lock lock(state_->close_mutex);
     state_->close_signal.notify_all();
     state_->close_signal.wait_for(lock, deadline, [&] { return state_->calls_in_flight == 0; });
+    abandoned = state_->calls_in_flight;
+  }
+  if (abandoned > 0) {
+    state_->log(LogLevel::warning, "sqs: close gave up after " + format_duration(deadline) + " on " +
+                                       std::to_string(abandoned) + " call(s) still in flight; aborting them");
   }
   state_->http->abort();
 }

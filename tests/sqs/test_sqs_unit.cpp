@@ -8,6 +8,7 @@
 #include <babelqueue/binding.hpp>
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/json.hpp>
+#include <babelqueue/log_sink.hpp>
 #include <babelqueue/sqs_signer.hpp>
 #include <babelqueue/sqs_transport.hpp>
 
@@ -18,10 +19,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -494,6 +499,127 @@ TEST(SqsRequests, AckBatchNamesEachDeliverySqsDidNotDelete) {
   ASSERT_EQ(failures.size(), 2U);
   EXPECT_EQ(failures[0].error.code(), bq::Errc::closed);
   EXPECT_EQ(failures[1].index, 1U);
+}
+
+// ---- what the transport logs ----
+
+// Keeps every line a transport logs.
+struct LogLines {
+  std::mutex mutex;
+  std::vector<std::pair<bq::LogLevel, std::string>> lines;
+
+  bq::LogSink sink() {
+    return [this](bq::LogLevel level, std::string_view message) {
+      const std::lock_guard lock(mutex);
+      lines.emplace_back(level, std::string(message));
+    };
+  }
+  std::size_t count(bq::LogLevel level, std::string_view part) {
+    const std::lock_guard lock(mutex);
+    return static_cast<std::size_t>(std::count_if(lines.begin(), lines.end(), [&](const auto& line) {
+      return line.first == level && line.second.find(part) != std::string::npos;
+    }));
+  }
+  std::string all() {
+    const std::lock_guard lock(mutex);
+    std::string text;
+    for (const auto& line : lines) text += std::string(bq::to_string(line.first)) + ": " + line.second + "\n";
+    return text;
+  }
+};
+
+// Gives no answer while down is set (as a dead endpoint); answers GetQueueUrl
+// with a queue URL and everything else with {}. With hold set, a post waits
+// until abort().
+class FlakyHttpClient final : public bq::sqs::HttpClient {
+ public:
+  std::atomic<bool> down{false};
+  std::atomic<bool> hold{false};
+  std::atomic<int> holding{0};
+
+  bq::Result<bq::sqs::HttpResponse> post(const HttpRequest& request) override {
+    if (hold.load()) {
+      ++holding;
+      std::unique_lock lock(mutex_);
+      aborted_signal_.wait(lock, [&] { return aborted_; });
+      return bq::unexpected(bq::Errc::closed, "aborted");
+    }
+    if (down.load()) {
+      return bq::unexpected(bq::Errc::connection, "cannot reach the SQS endpoint (127.0.0.1:9): Connection refused");
+    }
+    bq::sqs::HttpResponse response;
+    response.status = 200;
+    response.body = header(request, "X-Amz-Target") == "AmazonSQS.GetQueueUrl"
+                        ? R"({"QueueUrl":"http://127.0.0.1:9/000000000000/orders"})"
+                        : "{}";
+    return response;
+  }
+  void abort() override {
+    const std::lock_guard lock(mutex_);
+    aborted_ = true;
+    aborted_signal_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable aborted_signal_;
+  bool aborted_ = false;
+};
+
+bq::SqsTransport::Options logged_options(const std::shared_ptr<FlakyHttpClient>& http, LogLines& log) {
+  bq::SqsTransport::Options options;
+  options.region = "us-east-1";
+  options.endpoint = "http://127.0.0.1:9";
+  options.credentials.explicit_credentials = example_credentials();
+  options.credentials.explicit_credentials->session_token = "SESSION-TOKEN-EXAMPLE";
+  options.http_client = http;
+  options.log = log.sink();
+  return options;
+}
+
+TEST(SqsLog, SaysWhatItResolvedAndWhenTheEndpointStopsAndStartsAnswering) {
+  LogLines log;
+  auto http = std::make_shared<FlakyHttpClient>();
+  auto transport = bq::SqsTransport::open(logged_options(http, log)).value();
+  EXPECT_EQ(log.count(bq::LogLevel::info,
+                      "sqs: region us-east-1, endpoint http://127.0.0.1:9, credentials from "
+                      "options"),
+            1U)
+      << log.all();
+
+  ASSERT_TRUE(transport->publish("orders", "{}"));
+  ASSERT_TRUE(transport->publish("orders", "{}"));  // the URL is cached: said once
+  EXPECT_EQ(log.count(bq::LogLevel::info, "sqs: queue 'orders' is at http://127.0.0.1:9/000000000000/orders"), 1U)
+      << log.all();
+
+  http->down = true;
+  for (int i = 0; i < 3; ++i) ASSERT_FALSE(transport->publish("orders", "{}"));
+  EXPECT_EQ(log.count(bq::LogLevel::warning, "sqs: no answer from http://127.0.0.1:9 to SendMessage"), 1U) << log.all();
+  EXPECT_EQ(log.count(bq::LogLevel::debug, "sqs: still no answer"), 2U) << log.all();
+  http->down = false;
+  ASSERT_TRUE(transport->publish("orders", "{}"));
+  ASSERT_TRUE(transport->publish("orders", "{}"));
+  EXPECT_EQ(log.count(bq::LogLevel::info, "sqs: http://127.0.0.1:9 answers again"), 1U) << log.all();
+
+  const std::string lines = log.all();
+  for (const char* secret : {"AKIDEXAMPLE", "wJalrXUtnFEMI", "SESSION-TOKEN-EXAMPLE", "Signature="}) {
+    EXPECT_EQ(lines.find(secret), std::string::npos) << secret << " in\n" << lines;
+  }
+}
+
+TEST(SqsLog, SaysWhenCloseGivesUpOnCallsInFlight) {
+  LogLines log;
+  auto http = std::make_shared<FlakyHttpClient>();
+  auto options = logged_options(http, log);
+  options.queue_url_prefix = "http://127.0.0.1:9/000000000000";
+  auto transport = bq::SqsTransport::open(options).value();
+  http->hold = true;
+  std::thread publisher([&] { EXPECT_FALSE(transport->publish("orders", "{}")); });
+  while (http->holding.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  transport->close(std::chrono::milliseconds(50));
+  publisher.join();
+  EXPECT_EQ(log.count(bq::LogLevel::warning, "sqs: close gave up after 50ms on 1 call(s) still in flight"), 1U)
+      << log.all();
 }
 
 // ---- the libcurl client's TLS options, against a local https server ----
