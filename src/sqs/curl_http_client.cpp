@@ -112,6 +112,12 @@ class CurlHttpClient final : public HttpClient {
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     if (!options_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
+    if (!options_.cert_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLCERT, options_.cert_file.c_str());
+    if (!options_.key_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLKEY, options_.key_file.c_str());
+    if (!options_.verify) {
+      curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
 
     const CURLcode code = perform(connection, request);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
@@ -190,7 +196,8 @@ class CurlHttpClient final : public HttpClient {
       case CURLE_SSL_CACERT_BADFILE:
       case CURLE_PEER_FAILED_VERIFICATION:
       case CURLE_SSL_CONNECT_ERROR:
-      case CURLE_SSL_CERTPROBLEM: return {Errc::connection, "TLS with the SQS endpoint failed" + where};
+      case CURLE_SSL_CERTPROBLEM:
+      case CURLE_SSL_CLIENTCERT: return {Errc::connection, "TLS with the SQS endpoint failed" + where};
       case CURLE_URL_MALFORMAT:
       case CURLE_UNSUPPORTED_PROTOCOL: return {Errc::invalid_argument, "the SQS endpoint URL is not usable" + where};
       default: return {Errc::connection, "cannot reach the SQS endpoint" + where};

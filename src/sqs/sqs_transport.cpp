@@ -2,9 +2,11 @@
 #include "sqs_projection.hpp"
 
 #include <babelqueue/binding.hpp>
+#include <babelqueue/duration.hpp>
 #include <babelqueue/json.hpp>
 #include <babelqueue/sqs/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
+#include <babelqueue/url_options.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -27,6 +29,7 @@ constexpr std::size_t kMaxBatch = 10;                 // SQS entries per batch c
 constexpr std::size_t kMaxBatchBytes = 256U * 1024U;  // SQS payload per SendMessageBatch
 constexpr seconds kMaxDelay{900};                     // DelaySeconds
 constexpr seconds kMaxVisibility{43200};              // VisibilityTimeout (12 h)
+constexpr seconds kMaxWait{20};                       // WaitTimeSeconds
 constexpr milliseconds kShortPollPause{50};           // between short polls of a sub-second wait
 constexpr milliseconds kWaitRounding{50};             // a wait this close to whole seconds is long-polled whole
 constexpr std::string_view kFifoSuffix = ".fifo";
@@ -216,20 +219,6 @@ Result<void> append_message_fields(std::string& out, std::string_view queue, std
   return {};
 }
 
-Result<std::int64_t> integer_parameter(const Url& url, std::string_view key, std::int64_t fallback, std::int64_t low,
-                                       std::int64_t high) {
-  const std::string text = url.param(key);
-  if (text.empty()) return fallback;
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value < low || value > high) {
-    return unexpected(Errc::invalid_argument, "sqs:// " + std::string(key) +
-                                                  " must be a whole number of seconds from " + std::to_string(low) +
-                                                  " to " + std::to_string(high) + ", got '" + text + "'");
-  }
-  return value;
-}
-
 // Acks of one queue waiting for a DeleteMessageBatch (group commit: the
 // first waiter sends what has gathered, up to 10, while later ones queue up
 // for the next call; nobody waits for company).
@@ -255,9 +244,13 @@ class sqs::Transport::State {
   Options options;
   std::string region;
   sqs::AwsCredentials credentials;
-  std::string endpoint_url;  // where every request is POSTed
+  std::string endpoint_url;    // where every request is POSTed
+  std::string endpoint_shown;  // the same for logs: user information redacted
   std::shared_ptr<sqs::HttpClient> http;
   std::atomic<bool> closed{false};
+  // Set by a call that got no answer, cleared by the next answer: the
+  // operator hears once that the endpoint is gone and once that it is back.
+  std::atomic<bool> unreachable{false};
 
   std::mutex close_mutex;
   std::condition_variable close_signal;  // wakes short-poll pauses and close() waiting for calls
@@ -282,6 +275,27 @@ class sqs::Transport::State {
   void pause(milliseconds duration) {
     std::unique_lock lock(close_mutex);
     close_signal.wait_for(lock, duration, [&] { return closed.load(); });
+  }
+  // Lines never hold credentials, signatures or the server's error
+  // messages (an authentication error may quote the signed request).
+  void log(LogLevel level, const std::string& message) const {
+    if (options.log) options.log(level, message);
+  }
+  void note_answer() {
+    if (unreachable.load(std::memory_order_relaxed) && unreachable.exchange(false)) {
+      log(LogLevel::info, "sqs: " + endpoint_shown + " answers again");
+    }
+  }
+  void note_no_answer(std::string_view operation, const ErrorInfo& error) {
+    // The transport sends nothing again by itself: the caller (the Worker's
+    // receive loop, a publisher) decides whether to try again.
+    if (!unreachable.exchange(true)) {
+      log(LogLevel::warning, "sqs: no answer from " + endpoint_shown + " to " + std::string(operation) + " (" +
+                                 error.message() + "); nothing is resent, later calls try it again");
+    } else {
+      log(LogLevel::debug, "sqs: still no answer from " + endpoint_shown + " to " + std::string(operation) + " (" +
+                               error.message() + ")");
+    }
   }
 };
 
@@ -321,9 +335,11 @@ Result<Value> sqs::Transport::State::call(std::string_view operation, std::strin
   auto response = http->post(request);
   if (!response) {
     if (closed.load()) return closed_error();
+    note_no_answer(operation, response.error());
     return unexpected(response.error().code(),
                       "SQS " + std::string(operation) + " failed: " + response.error().message());
   }
+  note_answer();
   std::optional<Value> parsed;
   if (!response->body.empty()) {
     if (auto value = parse_json(response->body); value && value->is_object()) parsed = std::move(*value);
@@ -345,6 +361,9 @@ Result<Value> sqs::Transport::State::call(std::string_view operation, std::strin
   }
   std::string text = "SQS " + std::string(operation) + " failed with HTTP " + std::to_string(response->status);
   if (!code.empty()) text += " " + code;
+  // The caller gets the whole error; the log line only what identifies it.
+  log(LogLevel::debug, "sqs: " + std::string(operation) + " answered HTTP " + std::to_string(response->status) +
+                           (code.empty() ? "" : " " + code));
   if (!message.empty()) text += ": " + message;
   if (code.empty() && !parsed && !response->body.empty()) text += ": " + response->body.substr(0, 200);
   return unexpected(errc_for(code, response->status), std::move(text));
@@ -370,6 +389,7 @@ Result<std::string> sqs::Transport::State::create_queue(std::string_view name) {
   if (url == nullptr) {
     return unexpected(Errc::broker, "SQS CreateQueue for '" + std::string(name) + "' returned no QueueUrl");
   }
+  log(LogLevel::info, "sqs: created queue '" + std::string(name) + "' at " + *url);
   return *url;
 }
 
@@ -403,6 +423,7 @@ Result<std::string> sqs::Transport::State::resolve(std::string_view queue) {
         return unexpected(Errc::broker, "SQS GetQueueUrl for '" + std::string(queue) + "' returned no QueueUrl");
       }
       url = *text;
+      log(LogLevel::info, "sqs: queue '" + std::string(queue) + "' is at " + url);
     } else if (found.error().code() == Errc::not_found && options.create_queues) {
       auto created = create_queue(queue);
       if (!created) return unexpected(created.error());
@@ -533,7 +554,7 @@ sqs::Transport::Transport(std::unique_ptr<State> state) : state_(std::move(state
 sqs::Transport::~Transport() { close(); }
 
 Result<std::unique_ptr<sqs::Transport>> sqs::Transport::open(Options options) {
-  if (options.max_wait < seconds(0) || options.max_wait > seconds(20)) {
+  if (options.max_wait < seconds(0) || options.max_wait > kMaxWait) {
     return unexpected(Errc::invalid_argument, "the SQS long-poll wait must be 0 to 20 seconds");
   }
   if (options.visibility_timeout < seconds(0) || options.visibility_timeout > kMaxVisibility) {
@@ -556,56 +577,58 @@ Result<std::unique_ptr<sqs::Transport>> sqs::Transport::open(Options options) {
                       "the SQS endpoint must be an http:// or https:// URL, got '" + endpoint + "'");
   }
   if (endpoint.find('/', endpoint.find("://") + 3) == std::string::npos) endpoint += "/";
+  const auto parsed = Url::parse(endpoint);
+  state->endpoint_shown = parsed ? parsed->redacted() : "the SQS endpoint";
   state->endpoint_url = std::move(endpoint);
   state->http = state->options.http_client
                     ? state->options.http_client
                     : std::shared_ptr<sqs::HttpClient>(sqs::make_curl_http_client(state->options.curl));
+  // Where the credentials came from, never what they are.
+  state->log(LogLevel::info, "sqs: region " + state->region + ", endpoint " + state->endpoint_shown +
+                                 ", credentials from " + state->credentials.source);
   return std::unique_ptr<sqs::Transport>(new sqs::Transport(std::move(state)));
 }
 
 Result<sqs::Transport::Options> sqs::Transport::options_from_url(const Url& url) {
   if (url.scheme != "sqs") return unexpected(Errc::invalid_argument, "not an sqs:// URL: " + url.redacted());
-  static constexpr std::string_view kKnown[] = {"endpoint",      "prefix",          "fifo",
-                                                "group_id",      "wait_time",       "visibility_timeout",
-                                                "content_dedup", "create",          "dead_letter_queue_url",
-                                                "profile",       "request_timeout", "ca_file"};
-  for (const auto& [key, value] : url.query) {
-    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
-      return unexpected(Errc::invalid_argument, "sqs:// does not know the parameter '" + key +
-                                                    "' (known: endpoint, prefix, fifo, group_id, wait_time, "
-                                                    "visibility_timeout, content_dedup, create, dead_letter_queue_url, "
-                                                    "profile, request_timeout, ca_file)");
-    }
-  }
+  Options options;
+  options.region = url.host;
+  UrlOptionReader read(url);
+  read.text("endpoint", options.endpoint);
+  read.text("prefix", options.queue_url_prefix);
+  read.flag("fifo", options.fifo);
+  read.text("group_id", options.group_id);
+  // SQS takes both in whole seconds: the seconds fields accept nothing finer.
+  read.duration("wait_time", options.max_wait, {.max = kMaxWait});
+  read.duration("visibility_timeout", options.visibility_timeout, {.max = kMaxVisibility});
+  read.flag("content_dedup", options.content_dedup);
+  read.flag("create", options.create_queues);
+  read.text("dead_letter_queue_url", options.dead_letter_queue_url);
+  read.text("profile", options.credentials.profile);
+  // A millisecond field, held to whole seconds as the URL has always taken it.
+  read.duration("request_timeout", options.request_timeout,
+                {.min = seconds(1), .max = std::chrono::hours(1), .step = seconds(1)});
+  // TLS is on whenever the endpoint is https, which the URL may not show
+  // (the default endpoint is); libcurl ignores these settings for http, so
+  // they are accepted with any endpoint, as ca_file always was.
+  TlsOptions tls;
+  tls.enabled = true;
+  read.tls(tls, "an https endpoint");
+  if (auto done = read.finish(); !done) return unexpected(done.error());
   if (!url.path.empty() || !url.user.empty() || url.port) {
     return unexpected(Errc::invalid_argument, "an sqs:// URL is sqs://[region][?options], got " + url.redacted());
   }
-  Options options;
-  options.region = url.host;
-  options.endpoint = url.param("endpoint");
-  options.queue_url_prefix = url.param("prefix");
-  options.group_id = url.param("group_id");
-  options.dead_letter_queue_url = url.param("dead_letter_queue_url");
-  options.credentials.profile = url.param("profile");
-  options.curl.ca_file = url.param("ca_file");
-  auto fifo = url.flag("fifo", false);
-  if (!fifo) return unexpected(fifo.error());
-  options.fifo = *fifo;
-  auto content_dedup = url.flag("content_dedup", false);
-  if (!content_dedup) return unexpected(content_dedup.error());
-  options.content_dedup = *content_dedup;
-  auto create = url.flag("create", false);
-  if (!create) return unexpected(create.error());
-  options.create_queues = *create;
-  auto wait = integer_parameter(url, "wait_time", 20, 0, 20);
-  if (!wait) return unexpected(wait.error());
-  options.max_wait = seconds(*wait);
-  auto visibility = integer_parameter(url, "visibility_timeout", 30, 0, kMaxVisibility.count());
-  if (!visibility) return unexpected(visibility.error());
-  options.visibility_timeout = seconds(*visibility);
-  auto timeout = integer_parameter(url, "request_timeout", 30, 1, 3600);
-  if (!timeout) return unexpected(timeout.error());
-  options.request_timeout = seconds(*timeout);
+  if (!tls.server_name.empty()) {
+    return unexpected(Errc::invalid_argument,
+                      "sqs:// URL: parameter 'tls_server_name' is not available: libcurl checks the endpoint's "
+                      "certificate against the endpoint's host; write the endpoint with the name its certificate "
+                      "carries");
+  }
+  if (auto checked = tls.check(); !checked) return unexpected(checked.error());
+  options.curl.ca_file = tls.ca_file;
+  options.curl.cert_file = tls.cert_file;
+  options.curl.key_file = tls.key_file;
+  options.curl.verify = tls.verify;
   return options;
 }
 
@@ -893,12 +916,18 @@ Result<QueueStats> sqs::Transport::stats(std::string_view queue) {
 
 void sqs::Transport::close(milliseconds deadline) {
   if (state_->closed.exchange(true)) return;
+  int abandoned = 0;
   {
     // Long polls and short-poll pauses end at once (they watch the flag);
     // publishes and settles in flight get until the deadline.
     std::unique_lock lock(state_->close_mutex);
     state_->close_signal.notify_all();
     state_->close_signal.wait_for(lock, deadline, [&] { return state_->calls_in_flight == 0; });
+    abandoned = state_->calls_in_flight;
+  }
+  if (abandoned > 0) {
+    state_->log(LogLevel::warning, "sqs: close gave up after " + format_duration(deadline) + " on " +
+                                       std::to_string(abandoned) + " call(s) still in flight; aborting them");
   }
   state_->http->abort();
 }

@@ -9,14 +9,27 @@
 #include <babelqueue/binding.hpp>
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/json.hpp>
+#include <babelqueue/log_sink.hpp>
 #include <babelqueue/sqs/transport.hpp>
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <mutex>
 #include <optional>
+#include <sstream>
+#include <thread>
 
 namespace bq = babelqueue;
 using bq::sqs::AwsCredentials;
@@ -488,6 +501,226 @@ TEST(SqsRequests, AckBatchNamesEachDeliverySqsDidNotDelete) {
   EXPECT_EQ(failures[1].index, 1U);
 }
 
+// ---- what the transport logs ----
+
+// Keeps every line a transport logs.
+struct LogLines {
+  std::mutex mutex;
+  std::vector<std::pair<bq::LogLevel, std::string>> lines;
+
+  bq::LogSink sink() {
+    return [this](bq::LogLevel level, std::string_view message) {
+      const std::lock_guard lock(mutex);
+      lines.emplace_back(level, std::string(message));
+    };
+  }
+  std::size_t count(bq::LogLevel level, std::string_view part) {
+    const std::lock_guard lock(mutex);
+    return static_cast<std::size_t>(std::count_if(lines.begin(), lines.end(), [&](const auto& line) {
+      return line.first == level && line.second.find(part) != std::string::npos;
+    }));
+  }
+  std::string all() {
+    const std::lock_guard lock(mutex);
+    std::string text;
+    for (const auto& line : lines) text += std::string(bq::to_string(line.first)) + ": " + line.second + "\n";
+    return text;
+  }
+};
+
+// Gives no answer while down is set (as a dead endpoint); answers GetQueueUrl
+// with a queue URL and everything else with {}. With hold set, a post waits
+// until abort().
+class FlakyHttpClient final : public bq::sqs::HttpClient {
+ public:
+  std::atomic<bool> down{false};
+  std::atomic<bool> hold{false};
+  std::atomic<int> holding{0};
+
+  bq::Result<bq::sqs::HttpResponse> post(const HttpRequest& request) override {
+    if (hold.load()) {
+      ++holding;
+      std::unique_lock lock(mutex_);
+      aborted_signal_.wait(lock, [&] { return aborted_; });
+      return bq::unexpected(bq::Errc::closed, "aborted");
+    }
+    if (down.load()) {
+      return bq::unexpected(bq::Errc::connection, "cannot reach the SQS endpoint (127.0.0.1:9): Connection refused");
+    }
+    bq::sqs::HttpResponse response;
+    response.status = 200;
+    response.body = header(request, "X-Amz-Target") == "AmazonSQS.GetQueueUrl"
+                        ? R"({"QueueUrl":"http://127.0.0.1:9/000000000000/orders"})"
+                        : "{}";
+    return response;
+  }
+  void abort() override {
+    const std::lock_guard lock(mutex_);
+    aborted_ = true;
+    aborted_signal_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable aborted_signal_;
+  bool aborted_ = false;
+};
+
+bq::sqs::Transport::Options logged_options(const std::shared_ptr<FlakyHttpClient>& http, LogLines& log) {
+  bq::sqs::Transport::Options options;
+  options.region = "us-east-1";
+  options.endpoint = "http://127.0.0.1:9";
+  options.credentials.explicit_credentials = example_credentials();
+  options.credentials.explicit_credentials->session_token = "SESSION-TOKEN-EXAMPLE";
+  options.http_client = http;
+  options.log = log.sink();
+  return options;
+}
+
+TEST(SqsLog, SaysWhatItResolvedAndWhenTheEndpointStopsAndStartsAnswering) {
+  LogLines log;
+  auto http = std::make_shared<FlakyHttpClient>();
+  auto transport = bq::sqs::Transport::open(logged_options(http, log)).value();
+  EXPECT_EQ(log.count(bq::LogLevel::info,
+                      "sqs: region us-east-1, endpoint http://127.0.0.1:9, credentials from "
+                      "options"),
+            1U)
+      << log.all();
+
+  ASSERT_TRUE(transport->publish("orders", "{}"));
+  ASSERT_TRUE(transport->publish("orders", "{}"));  // the URL is cached: said once
+  EXPECT_EQ(log.count(bq::LogLevel::info, "sqs: queue 'orders' is at http://127.0.0.1:9/000000000000/orders"), 1U)
+      << log.all();
+
+  http->down = true;
+  for (int i = 0; i < 3; ++i) ASSERT_FALSE(transport->publish("orders", "{}"));
+  EXPECT_EQ(log.count(bq::LogLevel::warning, "sqs: no answer from http://127.0.0.1:9 to SendMessage"), 1U) << log.all();
+  EXPECT_EQ(log.count(bq::LogLevel::debug, "sqs: still no answer"), 2U) << log.all();
+  http->down = false;
+  ASSERT_TRUE(transport->publish("orders", "{}"));
+  ASSERT_TRUE(transport->publish("orders", "{}"));
+  EXPECT_EQ(log.count(bq::LogLevel::info, "sqs: http://127.0.0.1:9 answers again"), 1U) << log.all();
+
+  const std::string lines = log.all();
+  for (const char* secret : {"AKIDEXAMPLE", "wJalrXUtnFEMI", "SESSION-TOKEN-EXAMPLE", "Signature="}) {
+    EXPECT_EQ(lines.find(secret), std::string::npos) << secret << " in\n" << lines;
+  }
+}
+
+TEST(SqsLog, SaysWhenCloseGivesUpOnCallsInFlight) {
+  LogLines log;
+  auto http = std::make_shared<FlakyHttpClient>();
+  auto options = logged_options(http, log);
+  options.queue_url_prefix = "http://127.0.0.1:9/000000000000";
+  auto transport = bq::sqs::Transport::open(options).value();
+  http->hold = true;
+  std::thread publisher([&] { EXPECT_FALSE(transport->publish("orders", "{}")); });
+  while (http->holding.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  transport->close(std::chrono::milliseconds(50));
+  publisher.join();
+  EXPECT_EQ(log.count(bq::LogLevel::warning, "sqs: close gave up after 50ms on 1 call(s) still in flight"), 1U)
+      << log.all();
+}
+
+// ---- the libcurl client's TLS options, against a local https server ----
+
+// openssl s_server on 127.0.0.1 with a certificate for 127.0.0.1 signed by a
+// CA of its own, asking every client for a certificate signed by that CA.
+// It never answers a POST, so a post that got through TLS and the client
+// certificate check runs into its timeout; any other outcome is a refusal.
+class TlsEndpoint {
+ public:
+  TlsEndpoint() {
+    port_ = free_port();
+    const std::string d = dir_.path().string();
+    const std::string sign = " -CA ca.crt -CAkey ca.key -days 1";
+    pid_ = std::stoi(bq::testing::run_command_output(
+        "exec 2>/dev/null; cd '" + d + "' && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca " +
+        "-keyout ca.key -out ca.crt && openssl req -newkey rsa:2048 -nodes -subj /CN=sqs -keyout server.key " +
+        "-out server.csr && printf 'subjectAltName=IP:127.0.0.1\\n' > server.ext && openssl x509 -req -in " +
+        "server.csr" + sign + " -set_serial 1 -extfile server.ext -out server.crt && openssl req -newkey " +
+        "rsa:2048 -nodes -subj /CN=client -keyout client.key -out client.csr && openssl x509 -req -in client.csr" +
+        sign +
+        " -set_serial 2 -out client.crt && { openssl s_server -quiet -www -accept 127.0.0.1:" + std::to_string(port_) +
+        " -cert server.crt -key server.key -CAfile ca.crt -Verify 1 " + "</dev/null >/dev/null 2>&1 & echo $!; }"));
+    for (int i = 0; i < 100 && !accepting(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ~TlsEndpoint() { ::kill(pid_, SIGTERM); }
+  TlsEndpoint(const TlsEndpoint&) = delete;
+  TlsEndpoint& operator=(const TlsEndpoint&) = delete;
+
+  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_) + "/"; }
+  std::string file(const std::string& name) const { return dir_.file(name); }
+
+ private:
+  static sockaddr_in loopback(int port) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return address;
+  }
+  static int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address = loopback(0);
+    socklen_t length = sizeof(address);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    ::close(fd);
+    return ntohs(address.sin_port);
+  }
+  bool accepting() const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    const sockaddr_in address = loopback(port_);
+    const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+    ::close(fd);
+    return ok;
+  }
+
+  bq::test_support::TempDir dir_{"bq-sqs-tls"};
+  int port_ = 0;
+  int pid_ = 0;
+};
+
+TEST(SqsCurlClient, UsesTheCaFileTheClientCertificateAndVerify) {
+  const TlsEndpoint server;
+  auto post = [&](const bq::sqs::CurlOptions& options) {
+    auto client = bq::sqs::make_curl_http_client(options);
+    HttpRequest request;
+    request.url = server.url();
+    request.body = "{}";
+    request.timeout = std::chrono::milliseconds(1500);
+    return client->post(request);
+  };
+  bq::sqs::CurlOptions trusted;
+  trusted.ca_file = server.file("ca.crt");
+  trusted.cert_file = server.file("client.crt");
+  trusted.key_file = server.file("client.key");
+  auto through = post(trusted);
+  ASSERT_FALSE(through);
+  EXPECT_EQ(through.error().code(), bq::Errc::timeout) << "got through TLS: " << through.error().message();
+
+  // The system's CAs do not know the server's CA.
+  bq::sqs::CurlOptions untrusted = trusted;
+  untrusted.ca_file.clear();
+  auto refused = post(untrusted);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), bq::Errc::connection);
+  EXPECT_NE(refused.error().message().find("TLS"), std::string::npos) << refused.error().message();
+  // Unless verification is off.
+  untrusted.verify = false;
+  auto unverified = post(untrusted);
+  ASSERT_FALSE(unverified);
+  EXPECT_EQ(unverified.error().code(), bq::Errc::timeout) << unverified.error().message();
+
+  // Without a client certificate the server hangs up.
+  bq::sqs::CurlOptions anonymous;
+  anonymous.ca_file = trusted.ca_file;
+  auto hung_up = post(anonymous);
+  ASSERT_FALSE(hung_up);
+  EXPECT_EQ(hung_up.error().code(), bq::Errc::connection) << hung_up.error().message();
+}
+
 // ---- URLs ----
 
 TEST(SqsUrl, ReadsEveryOption) {
@@ -523,6 +756,179 @@ TEST(SqsUrl, RefusesUnknownAndOutOfRangeParameters) {
     ASSERT_FALSE(options) << text;
     EXPECT_EQ(options.error().code(), bq::Errc::invalid_argument) << text;
   }
+}
+
+// Every field options_from_url sets, as one text, so a whole Options compares at once.
+std::string url_fields(const bq::sqs::Transport::Options& o) {
+  std::ostringstream out;
+  out << "region=" << o.region << " endpoint=" << o.endpoint << " prefix=" << o.queue_url_prefix << " fifo=" << o.fifo
+      << " group_id=" << o.group_id << " content_dedup=" << o.content_dedup << " max_wait=" << o.max_wait.count()
+      << "s visibility_timeout=" << o.visibility_timeout.count() << "s create=" << o.create_queues
+      << " dlq=" << o.dead_letter_queue_url << " profile=" << o.credentials.profile
+      << " request_timeout=" << o.request_timeout.count() << "ms ca_file=" << o.curl.ca_file
+      << " cert_file=" << o.curl.cert_file << " key_file=" << o.curl.key_file << " verify=" << o.curl.verify;
+  return out.str();
+}
+
+std::string url_fields_of(const std::string& text) {
+  auto url = bq::Url::parse(text);
+  if (!url) return "unparsable URL: " + url.error().message();
+  auto options = bq::sqs::Transport::options_from_url(*url);
+  if (!options) return "refused: " + options.error().message();
+  return url_fields(*options);
+}
+
+std::string url_error_of(const std::string& text) {
+  auto url = bq::Url::parse(text);
+  if (!url) return "unparsable URL: " + url.error().message();
+  auto options = bq::sqs::Transport::options_from_url(*url);
+  if (options) return "accepted";
+  EXPECT_EQ(options.error().code(), bq::Errc::invalid_argument) << text;
+  return options.error().message();
+}
+
+// The URLs the tests, the scripts and docs/transports/sqs.md use read the
+// same Options as before the shared URL reader.
+TEST(SqsUrl, TheUrlsInUseReadTheSameOptions) {
+  using Options = bq::sqs::Transport::Options;
+  const std::string local = "sqs://us-east-1?endpoint=http://127.0.0.1:9324";
+  auto expect = [](auto change) {
+    Options options;
+    options.region = "us-east-1";
+    options.endpoint = "http://127.0.0.1:9324";
+    change(options);
+    return url_fields(options);
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {"sqs://eu-central-1", url_fields([] {
+         Options options;
+         options.region = "eu-central-1";
+         return options;
+       }())},
+      {"sqs://us-east-1", url_fields([] {
+         Options options;
+         options.region = "us-east-1";
+         return options;
+       }())},
+      {local, expect([](Options&) {})},
+      {local + "&create=1", expect([](Options& o) { o.create_queues = true; })},
+      {local + "&create=1&visibility_timeout=2", expect([](Options& o) {
+         o.create_queues = true;
+         o.visibility_timeout = std::chrono::seconds(2);
+       })},
+      {local + "&create=1&visibility_timeout=30&fifo=1&content_dedup=1&group_id=g1", expect([](Options& o) {
+         o.create_queues = true;
+         o.fifo = true;
+         o.content_dedup = true;
+         o.group_id = "g1";
+       })},
+      {local + "&visibility_timeout=3", expect([](Options& o) { o.visibility_timeout = std::chrono::seconds(3); })},
+      {local + "&create=1&visibility_timeout=2&dead_letter_queue_url=http://127.0.0.1:9324/000000000000/dlq",
+       expect([](Options& o) {
+         o.create_queues = true;
+         o.visibility_timeout = std::chrono::seconds(2);
+         o.dead_letter_queue_url = "http://127.0.0.1:9324/000000000000/dlq";
+       })},
+      {"sqs://us-east-1?endpoint=http://127.0.0.1:9&request_timeout=2", url_fields([] {
+         Options options;
+         options.region = "us-east-1";
+         options.endpoint = "http://127.0.0.1:9";
+         options.request_timeout = std::chrono::seconds(2);
+         return options;
+       }())},
+      // The Python SDK's bare numbers of seconds, at the bounds.
+      {local + "&wait_time=20&visibility_timeout=43200&request_timeout=3600", expect([](Options& o) {
+         o.max_wait = std::chrono::seconds(20);
+         o.visibility_timeout = std::chrono::hours(12);
+         o.request_timeout = std::chrono::hours(1);
+       })},
+      {local + "&wait_time=0&visibility_timeout=0&request_timeout=1", expect([](Options& o) {
+         o.max_wait = std::chrono::seconds(0);
+         o.visibility_timeout = std::chrono::seconds(0);
+         o.request_timeout = std::chrono::seconds(1);
+       })},
+      {"sqs://?endpoint=http://127.0.0.1:9324", url_fields([] {
+         Options options;
+         options.endpoint = "http://127.0.0.1:9324";
+         return options;
+       }())},
+      // ca_file works with an http endpoint too (libcurl uses it for https only).
+      {local + "&ca_file=/etc/ssl/ca.pem", expect([](Options& o) { o.curl.ca_file = "/etc/ssl/ca.pem"; })},
+  };
+  for (const auto& [url, fields] : cases) EXPECT_EQ(url_fields_of(url), fields) << url;
+}
+
+TEST(SqsUrl, ReadsTheSharedDurationAndTlsSyntax) {
+  using Options = bq::sqs::Transport::Options;
+  auto expect = [](auto change) {
+    Options options;
+    options.region = "us-east-1";
+    change(options);
+    return url_fields(options);
+  };
+  EXPECT_EQ(url_fields_of("sqs://us-east-1?wait_time=20s&visibility_timeout=2m&request_timeout=90s"),
+            expect([](Options& o) {
+              o.max_wait = std::chrono::seconds(20);
+              o.visibility_timeout = std::chrono::minutes(2);
+              o.request_timeout = std::chrono::seconds(90);
+            }));
+  EXPECT_EQ(url_fields_of("sqs://us-east-1?wait_time=2000ms&visibility_timeout=1h"), expect([](Options& o) {
+              o.max_wait = std::chrono::seconds(2);
+              o.visibility_timeout = std::chrono::hours(1);
+            }));
+  EXPECT_EQ(url_fields_of("sqs://us-east-1?endpoint=https://sqs.internal:8443&tls_ca=/ca.pem&tls_cert=/c.pem"
+                          "&tls_key=/k.pem&tls_verify=false"),
+            expect([](Options& o) {
+              o.endpoint = "https://sqs.internal:8443";
+              o.curl.ca_file = "/ca.pem";
+              o.curl.cert_file = "/c.pem";
+              o.curl.key_file = "/k.pem";
+              o.curl.verify = false;
+            }));
+  EXPECT_EQ(url_fields_of("sqs://us-east-1?cert=/c.pem&key=/k.pem&verify=no"), expect([](Options& o) {
+              o.curl.cert_file = "/c.pem";
+              o.curl.key_file = "/k.pem";
+              o.curl.verify = false;
+            }));
+  // An empty value keeps the default, as Python's parse_qs reads it (the
+  // reader before the shared one refused an empty flag).
+  EXPECT_EQ(url_fields_of("sqs://us-east-1?wait_time=&fifo=&ca_file="), expect([](Options&) {}));
+}
+
+TEST(SqsUrl, ErrorsUseTheSharedTextsWithoutSecrets) {
+  const std::string unknown = url_error_of("sqs://AKID:SECRET@us-east-1?bogus=1");
+  EXPECT_EQ(unknown,
+            "sqs:// URL: unknown parameter 'bogus' (known: endpoint, prefix, fifo, group_id, wait_time, "
+            "visibility_timeout, content_dedup, create, dead_letter_queue_url, profile, request_timeout, tls_ca, "
+            "tls_cert, tls_key, tls_server_name, tls_verify)");
+  EXPECT_EQ(unknown.find("SECRET"), std::string::npos);
+  // Credentials do not belong in the URL; the error does not repeat them.
+  const std::string with_user = url_error_of("sqs://AKID:SECRET@us-east-1?wait_time=5");
+  EXPECT_NE(with_user.find("sqs://[region][?options]"), std::string::npos) << with_user;
+  EXPECT_EQ(with_user.find("SECRET"), std::string::npos) << with_user;
+
+  EXPECT_EQ(url_error_of("sqs://us-east-1?wait_time=21"),
+            "sqs:// URL: parameter 'wait_time' is '21', expected a duration in whole seconds (5s, 2m, or a number of "
+            "seconds) between 0s and 20s");
+  EXPECT_EQ(url_error_of("sqs://us-east-1?visibility_timeout=1.5"),
+            "sqs:// URL: parameter 'visibility_timeout' is '1.5', expected a duration in whole seconds (5s, 2m, or a "
+            "number of seconds) between 0s and 12h");
+  EXPECT_EQ(url_error_of("sqs://us-east-1?request_timeout=1500ms"),
+            "sqs:// URL: parameter 'request_timeout' is '1500ms', expected a duration in whole seconds (5s, 2m, or a "
+            "number of seconds) between 1s and 1h");
+  EXPECT_EQ(url_error_of("sqs://us-east-1?request_timeout=0"),
+            "sqs:// URL: parameter 'request_timeout' is '0', expected a duration in whole seconds (5s, 2m, or a "
+            "number of seconds) between 1s and 1h");
+  EXPECT_EQ(url_error_of("sqs://us-east-1?fifo=maybe"),
+            "sqs:// URL: parameter 'fifo' is 'maybe', expected true or false (also yes/no, on/off, 1/0)");
+  // An unknown parameter is reported before a malformed one.
+  EXPECT_NE(url_error_of("sqs://us-east-1?fifo=maybe&wait_tme=3").find("unknown parameter 'wait_tme'"),
+            std::string::npos);
+  EXPECT_EQ(url_error_of("sqs://us-east-1?ca_file=/a.pem&tls_ca=/b.pem"),
+            "sqs:// URL: parameters 'tls_ca' and 'ca_file' are one option; give one of them");
+  EXPECT_EQ(url_error_of("sqs://us-east-1?tls_cert=/c.pem"), "tls_cert and tls_key go together: give both or neither");
+  EXPECT_NE(url_error_of("sqs://us-east-1?tls_server_name=sqs.internal").find("'tls_server_name' is not available"),
+            std::string::npos);
 }
 
 }  // namespace

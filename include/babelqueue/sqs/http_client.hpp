@@ -63,10 +63,19 @@ class HttpClient {
   virtual void abort() = 0;
 };
 
+// TLS settings apply to https endpoints only (libcurl ignores them for
+// http), as TlsOptions of tls_options.hpp spells them in a URL.
 struct CurlOptions {
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(5)};
   // CA bundle for https endpoints; empty: the system's.
   std::string ca_file;
+  // Client certificate (PEM) for an endpoint that asks for one, and its
+  // private key (PEM).
+  std::string cert_file;
+  std::string key_file;
+  // false: neither the endpoint's certificate chain nor its host name is
+  // checked (tests only).
+  bool verify = true;
   // Idle connections kept for reuse; a post beyond them opens a new one.
   std::size_t max_idle_connections = 16;
 };

@@ -2,13 +2,28 @@
 // over the SQS JSON protocol — signed HTTP (SigV4) through a pluggable
 // HttpClient, no AWS SDK needed (library babelqueue::sqs).
 //
-// URL: sqs://[region][?endpoint=URL&prefix=URL&fifo=1&group_id=ID&wait_time=S
-//                      &visibility_timeout=S&content_dedup=1&create=1
-//                      &dead_letter_queue_url=URL&profile=NAME&request_timeout=S
-//                      &ca_file=PATH]
+// URL: sqs://[region][?options]
 //   sqs://us-east-1                                   AWS, credentials from the usual chain
 //   sqs://us-east-1?endpoint=http://127.0.0.1:9324    a local ElasticMQ
-// Unknown parameters are errors, so a misspelt one is never ignored.
+// Options (url_options.hpp: unknown ones are errors, so a misspelt one is never
+// ignored; durations are 5s, 2m, 1h or a bare number of seconds, in whole
+// seconds as SQS takes them; a BOOL is true/false, yes/no, on/off or 1/0):
+//   endpoint=URL                 service endpoint (default https://sqs.<region>.amazonaws.com)
+//   prefix=URL                   queue URLs are prefix/name, no GetQueueUrl (queue_url_prefix)
+//   fifo=BOOL                    FIFO queues: every name ends in .fifo (default false)
+//   group_id=ID                  FIFO MessageGroupId without an ordering key (default the queue name)
+//   wait_time=DURATION           longest single long poll, max_wait (default 20s; 0s to 20s)
+//   visibility_timeout=DURATION  VisibilityTimeout of every receive (default 30s; 0s to 12h)
+//   content_dedup=BOOL           the FIFO queues deduplicate by content (default false)
+//   create=BOOL                  create a missing queue and its -dlq, create_queues (default false)
+//   dead_letter_queue_url=URL    where dead_letter_queue() points (default <queue>-dlq)
+//   profile=NAME                 shared-file profile, credentials.profile
+//   request_timeout=DURATION     limit of one request; a long poll gets its wait on top
+//                                (default 30s; 1s to 1h)
+//   tls_ca=PATH (also ca_file) tls_cert=PATH tls_key=PATH tls_verify=BOOL
+//                                (tls_options.hpp, into Options::curl; libcurl applies them to an
+//                                https endpoint only). tls_server_name is refused: libcurl checks
+//                                the certificate against the endpoint's host.
 // Credentials and region: see sqs_credentials.hpp (environment, shared
 // files and profiles; explicit in Options).
 //
@@ -51,8 +66,15 @@
 //
 // Thread-safety: all methods are thread-safe; requests run concurrently on
 // the HTTP client's connections.
+// Options::log hears, from the thread that made the call, of the region,
+// endpoint and where the credentials came from (open), each queue URL looked
+// up or created, the endpoint stopping and starting to answer, and close()
+// giving up on calls in flight; never credentials, signatures or the
+// server's error texts. The transport retries nothing itself: its callers
+// (the Worker) decide, and log, whether to try again.
 #pragma once
 
+#include <babelqueue/log_sink.hpp>
 #include <babelqueue/result.hpp>
 #include <babelqueue/sqs/credentials.hpp>
 #include <babelqueue/sqs/http_client.hpp>
@@ -99,6 +121,10 @@ class Transport final : public babelqueue::Transport {
     sqs::CurlOptions curl;
     // Limit of one request (a long poll gets its wait on top).
     std::chrono::milliseconds request_timeout{std::chrono::seconds(30)};
+    // Where the transport says what it resolved and created, when the
+    // endpoint stops and starts answering, and when close() gives up on
+    // calls in flight; an empty function silences it.
+    LogSink log = stderr_log_sink();
   };
 
   // Resolves credentials and region (Errc::auth / Errc::invalid_argument
