@@ -1,4 +1,4 @@
-// kafka::Transport::options_from_url: the kafka:// URL (see kafka_transport.hpp).
+// kafka::Transport::options_from_url: the kafka:// URL (see babelqueue/kafka/transport.hpp).
 #include <babelqueue/kafka/transport.hpp>
 #include <babelqueue/url_options.hpp>
 

@@ -24,7 +24,7 @@
 //                                (tls_options.hpp, into Options::curl; libcurl applies them to an
 //                                https endpoint only). tls_server_name is refused: libcurl checks
 //                                the certificate against the endpoint's host.
-// Credentials and region: see sqs_credentials.hpp (environment, shared
+// Credentials and region: see babelqueue/sqs/credentials.hpp (environment, shared
 // files and profiles; explicit in Options).
 //
 // The binding (seeds/000 "Amazon SQS", docs/transports/sqs.md):
