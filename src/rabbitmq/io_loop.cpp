@@ -6,8 +6,8 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
-#include <random>
 #include <vector>
 
 namespace babelqueue::rabbitmq::detail {
@@ -248,10 +248,8 @@ void IoLoop::sleep_until_readable() {
 }
 
 void IoLoop::reconnect_with_backoff() {
-  std::mt19937_64 random(std::random_device{}());
-  ReconnectBackoff backoff(options_.reconnect_min, options_.reconnect_max);
-  while (true) {
-    const milliseconds pause = backoff.pause(random);
+  for (std::int64_t attempt = 1;; ++attempt) {
+    const milliseconds pause = options_.reconnect_backoff.delay_for(attempt);
     {
       Locked locked = shared_.lock();
       expire_jobs(locked);
@@ -262,11 +260,8 @@ void IoLoop::reconnect_with_backoff() {
       shared_.reconnects.fetch_add(1);
       return;
     }
-    {
-      Locked locked = shared_.lock();
-      locked->last_error = connected.error().message();
-    }
-    backoff.failed();
+    Locked locked = shared_.lock();
+    locked->last_error = connected.error().message();
   }
 }
 
