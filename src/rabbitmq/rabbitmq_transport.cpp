@@ -55,6 +55,8 @@ class rabbitmq::Transport::State {
     if (!shared_.wake_fd.valid()) return unexpected(Errc::io, "eventfd failed");
     auto connected = io_.connect();
     if (!connected) return unexpected(connected.error());
+    if (options_.log)
+      options_.log(LogLevel::info, "rabbitmq: connected to " + endpoint_ + " (vhost " + options_.vhost + ")");
     io_thread_ = std::thread([this] { io_.run(); });
     return {};
   }

@@ -18,12 +18,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace bq = babelqueue;
 namespace rmq = babelqueue::rabbitmq::testing;
@@ -617,6 +622,117 @@ TEST(RabbitmqTransport, PublishesCaughtByADroppedConnectionAreSentAgain) {
   EXPECT_GE(*count, kMessages);
   EXPECT_LE(*count, kMessages + 1);
   ASSERT_TRUE(client.delete_queue(queue));
+}
+
+namespace {
+
+// The lines a transport logged, for the test below.
+class Captured {
+ public:
+  bq::LogSink sink() {
+    return [this](bq::LogLevel level, std::string_view line) {
+      const std::lock_guard lock(mutex_);
+      lines_.emplace_back(level, std::string(line));
+    };
+  }
+  std::string text() {
+    const std::lock_guard lock(mutex_);
+    std::string all;
+    for (const auto& line : lines_) all += line.second + "\n";
+    return all;
+  }
+  // How many lines start with start, at level.
+  int count(bq::LogLevel level, const std::string& start) {
+    const std::lock_guard lock(mutex_);
+    return static_cast<int>(std::count_if(lines_.begin(), lines_.end(), [&](const auto& line) {
+      return line.first == level && line.second.rfind(start, 0) == 0;
+    }));
+  }
+  // Waits until more than already lines start with start, at level.
+  bool wait_for(bq::LogLevel level, const std::string& start, int already = 0) {
+    const auto deadline = std::chrono::steady_clock::now() + 15s;
+    while (count(level, start) <= already) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(20ms);
+    }
+    return true;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<bq::LogLevel, std::string>> lines_;
+};
+
+// A broker user of the test's own (other tests share the broker and its
+// guest user), deleted at the end.
+class BrokerUser {
+ public:
+  BrokerUser(std::string name, const std::string& password) : name_(std::move(name)) {
+    rmq::rabbitmqctl("add_user '" + name_ + "' '" + password + "'");
+    rmq::rabbitmqctl("set_permissions -p / '" + name_ + "' '.*' '.*' '.*'");
+  }
+  ~BrokerUser() { rmq::rabbitmqctl("delete_user '" + name_ + "'"); }
+  BrokerUser(const BrokerUser&) = delete;
+  BrokerUser& operator=(const BrokerUser&) = delete;
+
+  void change_password(const std::string& password) const {
+    rmq::rabbitmqctl("change_password '" + name_ + "' '" + password + "'");
+  }
+
+ private:
+  std::string name_;
+};
+
+}  // namespace
+
+TEST(RabbitmqTransport, ConnectsLossesFailedAttemptsReconnectsAndGiveUpsAreLogged) {
+  const std::string id = bq::uuid_v4().substr(0, 8);
+  const std::string password = "log-secret-" + id;
+  const std::string other_password = "log-other-secret-" + id;
+  const BrokerUser user("bq-log-" + id, password);
+  const std::string name = "bq-test-log-" + id;
+  std::string text = rmq::url();
+  text.replace(text.find("guest:guest"), 11, "bq-log-" + id + ":" + password);
+  auto parsed = bq::Url::parse(text + "?reconnect_min=50ms&reconnect_max=200ms&connection_name=" + name);
+  ASSERT_TRUE(parsed);
+  auto options = bq::rabbitmq::Transport::options_from_url(*parsed);
+  ASSERT_TRUE(options) << options.error().message();
+  const std::string broker = "amqp://" + options->host + ":" + std::to_string(options->port);
+  Captured captured;
+  options->log = captured.sink();
+  auto transport = bq::rabbitmq::Transport::open(*options);
+  ASSERT_TRUE(transport) << transport.error().message();
+  EXPECT_EQ(captured.count(bq::LogLevel::info, "rabbitmq: connected to " + broker + " (vhost /)"), 1)
+      << captured.text();
+
+  // The connection drops and the broker refuses the password meanwhile:
+  // failed attempts, then a reconnect once it takes it again.
+  const std::string failed = "rabbitmq: reconnect attempt ";
+  user.change_password(other_password);
+  rmq::close_connections_named(name);
+  EXPECT_TRUE(captured.wait_for(bq::LogLevel::warning, "rabbitmq: connection to " + broker + " lost ("))
+      << captured.text();
+  ASSERT_TRUE(captured.wait_for(bq::LogLevel::warning, failed + "1 to " + broker + " failed, next in "))
+      << captured.text();
+  user.change_password(password);
+  EXPECT_TRUE(captured.wait_for(bq::LogLevel::info, "rabbitmq: reconnected to " + broker + " (vhost /, after "))
+      << captured.text();
+  EXPECT_EQ((*transport)->reconnects(), 1U);
+
+  // Dropped again, and closed while it cannot get back: it gives up.
+  const int failed_before = captured.count(bq::LogLevel::warning, failed);
+  user.change_password(other_password);
+  rmq::close_connections_named(name);
+  ASSERT_TRUE(captured.wait_for(bq::LogLevel::warning, failed, failed_before)) << captured.text();
+  (*transport)->close();
+  EXPECT_EQ(
+      captured.count(bq::LogLevel::warning, "rabbitmq: closed while reconnecting to " + broker + "; giving up after "),
+      1)
+      << captured.text();
+
+  const std::string all = captured.text();
+  EXPECT_EQ(all.find(password), std::string::npos) << "the password must not be logged:\n" << all;
+  EXPECT_EQ(all.find(other_password), std::string::npos) << all;
 }
 
 TEST(RabbitmqTransport, HeartbeatsKeepAnIdleConnectionAlive) {

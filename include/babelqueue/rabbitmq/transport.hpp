@@ -41,10 +41,16 @@
 //     prefetch), never basic.get polling; ack is basic.ack, release is
 //     basic.nack with requeue, a delayed release or publish goes through a
 //     per-delay bucket queue (message TTL + dead-letter back to the queue).
-//   - After a dropped connection the transport reconnects with exponential
-//     backoff and jitter, re-declares its queues and consumers; deliveries of
-//     the lost channel are never acked on the new one (the broker requeued
-//     them): settling them answers Errc::not_found.
+//   - After a dropped connection the transport reconnects with
+//     Options::reconnect_backoff (exponential, with jitter), re-declares its
+//     queues and consumers; deliveries of the lost channel are never acked
+//     on the new one (the broker requeued them): settling them answers
+//     Errc::not_found.
+//   - Options::log hears of the first connect, lost connections, failed
+//     reconnect attempts with the next pause, reconnects, and a close that
+//     gives up reconnecting. Lines name the broker by scheme://host:port and
+//     vhost, never by credentials; the sink is never called under the
+//     transport's lock.
 //
 // Thread-safety: all methods are thread-safe. One I/O thread owns the
 // rabbitmq-c connection (rabbitmq-c connections are not thread-safe): every
@@ -54,6 +60,7 @@
 #pragma once
 
 #include <babelqueue/backoff.hpp>
+#include <babelqueue/log_sink.hpp>
 #include <babelqueue/result.hpp>
 #include <babelqueue/tls_options.hpp>
 #include <babelqueue/transport.hpp>
@@ -90,6 +97,9 @@ class Transport final : public babelqueue::Transport {
     // The pause before reconnect attempt n is reconnect_backoff.delay_for(n);
     // URL reconnect_min and reconnect_max set its initial and max.
     BackoffPolicy reconnect_backoff{std::chrono::milliseconds(100), 2.0, std::chrono::seconds(10), 0.25};
+    // Connects, lost connections, failed reconnect attempts, reconnects and
+    // give-ups (from the I/O thread too); an empty function silences them.
+    LogSink log = stderr_log_sink();
   };
 
   // Connects (so bad credentials, a wrong CA or an unreachable host are
