@@ -35,6 +35,9 @@ using rabbitmq::detail::PublishProgress;
 using rabbitmq::detail::StatsJob;
 using std::chrono::milliseconds;
 
+// AMQP carries the heartbeat as a 16-bit number of seconds.
+constexpr std::chrono::seconds kMaxHeartbeat(65535);
+
 }  // namespace
 
 // The API threads' side: checks requests, queues them in SharedState for the
@@ -225,7 +228,7 @@ rabbitmq::Transport::~Transport() { close(std::chrono::seconds(5)); }
 Result<std::unique_ptr<rabbitmq::Transport>> rabbitmq::Transport::open(Options options) {
   if (options.host.empty()) return unexpected(Errc::invalid_argument, "rabbitmq: empty host");
   if (options.max_in_flight == 0) return unexpected(Errc::invalid_argument, "rabbitmq: max_in_flight must be >= 1");
-  if (options.heartbeat.count() < 0 || options.heartbeat.count() > 65535) {
+  if (options.heartbeat.count() < 0 || options.heartbeat > kMaxHeartbeat) {
     return unexpected(Errc::invalid_argument, "rabbitmq: heartbeat must be 0..65535 seconds");
   }
   if (options.connect_timeout.count() <= 0 || options.publish_timeout.count() <= 0) {
@@ -260,7 +263,7 @@ Result<rabbitmq::Transport::Options> rabbitmq::Transport::options_from_url(const
   UrlOptionReader read(url);
   // The broker takes the heartbeat in whole seconds: the seconds destination
   // refuses fractions such as 1.5.
-  read.duration("heartbeat", options.heartbeat, {.max = std::chrono::seconds(65535)});
+  read.duration("heartbeat", options.heartbeat, {.max = kMaxHeartbeat});
   read.text("connection_name", options.connection_name);
   read.duration("connect_timeout", options.connect_timeout, {.min = kMin, .max = kHour});
   read.duration("publish_timeout", options.publish_timeout, {.min = kMin, .max = std::chrono::hours(24)});
