@@ -351,7 +351,7 @@ int main(int argc, char** argv) {
   if (!url) die(url.error().message());
   auto options = bq::rabbitmq::Transport::options_from_url(*url);
   if (!options) die(options.error().message());
-  if (options->tls) die("the benchmark compares plain TCP loops: use an amqp:// URL");
+  if (options->tls.enabled) die("the benchmark compares plain TCP loops: use an amqp:// URL");
 
   bq::MakeOptions make;
   make.queue = "bench";

@@ -9,8 +9,6 @@
 
 #include <arpa/inet.h>
 
-#include <algorithm>
-
 namespace babelqueue::rabbitmq::detail {
 namespace {
 
@@ -21,10 +19,41 @@ bool is_ip_literal(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), &address) == 1 || inet_pton(AF_INET6, host.c_str(), &address) == 1;
 }
 
+// Makes OpenSSL's chain verification also check that the certificate names
+// name: one of its IP addresses for an IP literal, else one of its DNS names.
+bool verify_name(SSL_CTX* context, const std::string& name) {
+  if (context == nullptr) return false;
+  X509_VERIFY_PARAM* param = SSL_CTX_get0_param(context);
+  if (is_ip_literal(name)) return X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str()) == 1;
+  return X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size()) == 1;
+}
+
+// rabbitmq-c sets the host it connects to as the SNI of its SSL object just
+// before the handshake. OpenSSL announces the start of the handshake before
+// it writes the ClientHello, which carries the SNI: replacing it there sends
+// the context's server name (its app data, ex_data 0) instead.
+void replace_sni(const SSL* ssl, int where, int /*ret*/) {
+  if ((where & SSL_CB_HANDSHAKE_START) == 0) return;
+  const auto* name = static_cast<const std::string*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), 0));
+  if (name == nullptr) return;
+  // SSL_set_tlsext_host_name, spelt without its C casts. The callback is
+  // handed a const SSL, but it is the connection's own, not yet sending.
+  SSL_ctrl(const_cast<SSL*>(ssl), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+           const_cast<char*>(name->c_str()));
+}
+
+// name must outlive the context.
+bool send_server_name(SSL_CTX* context, const std::string& name) {
+  // Index 0 is the context's app data, which rabbitmq-c does not use.
+  if (context == nullptr || SSL_CTX_set_ex_data(context, 0, const_cast<std::string*>(&name)) != 1) return false;
+  SSL_CTX_set_info_callback(context, &replace_sni);
+  return true;
+}
+
 }  // namespace
 
 std::string endpoint_of(const rabbitmq::Transport::Options& options) {
-  return (options.tls ? "amqps://" : "amqp://") + options.host + ":" + std::to_string(options.port);
+  return (options.tls.enabled ? "amqps://" : "amqp://") + options.host + ":" + std::to_string(options.port);
 }
 
 std::string status_text(int status) { return amqp_error_string2(status); }
@@ -63,17 +92,6 @@ AmqpFailure failure_of(const amqp_rpc_reply_t& reply, const std::string& what) {
   }
 }
 
-// ---- ReconnectBackoff -----------------------------------------------------
-
-ReconnectBackoff::ReconnectBackoff(milliseconds min, milliseconds max) : backoff_(min), max_(max) {}
-
-milliseconds ReconnectBackoff::pause(std::mt19937_64& random) const {
-  std::uniform_int_distribution<std::int64_t> jitter(backoff_.count() / 2, std::max<std::int64_t>(backoff_.count(), 1));
-  return milliseconds(jitter(random));
-}
-
-void ReconnectBackoff::failed() { backoff_ = std::min(backoff_ * 2, max_); }
-
 // ---- Connection -----------------------------------------------------------
 
 Connection::Connection(const rabbitmq::Transport::Options& options, ChannelClosed on_channel_closed)
@@ -85,42 +103,44 @@ Result<void> Connection::open() {
   const std::string endpoint = endpoint_of(options_);
   conn_ = amqp_new_connection();
   if (conn_ == nullptr) return unexpected(Errc::internal, "amqp_new_connection failed");
-  amqp_socket_t* socket = options_.tls ? amqp_ssl_socket_new(conn_) : amqp_tcp_socket_new(conn_);
+  const TlsOptions& tls = options_.tls;
+  amqp_socket_t* socket = tls.enabled ? amqp_ssl_socket_new(conn_) : amqp_tcp_socket_new(conn_);
   if (socket == nullptr) {
     close();
     return unexpected(Errc::internal, "cannot create a rabbitmq-c socket");
   }
-  if (options_.tls) {
-    if (!options_.ca_cert.empty()) {
-      const int status = amqp_ssl_socket_set_cacert(socket, options_.ca_cert.c_str());
+  if (tls.enabled) {
+    if (!tls.ca_file.empty()) {
+      const int status = amqp_ssl_socket_set_cacert(socket, tls.ca_file.c_str());
       if (status != AMQP_STATUS_OK) {
         close();
-        return unexpected(Errc::auth,
-                          "cannot load the CA certificate " + options_.ca_cert + ": " + status_text(status));
+        return unexpected(Errc::auth, "cannot load the CA certificate " + tls.ca_file + ": " + status_text(status));
       }
     }
-    if (!options_.client_cert.empty()) {
-      const int status = amqp_ssl_socket_set_key(socket, options_.client_cert.c_str(), options_.client_key.c_str());
+    if (!tls.cert_file.empty()) {
+      const int status = amqp_ssl_socket_set_key(socket, tls.cert_file.c_str(), tls.key_file.c_str());
       if (status != AMQP_STATUS_OK) {
         close();
-        return unexpected(Errc::auth, "cannot load the client certificate " + options_.client_cert + " / key " +
-                                          options_.client_key + ": " + status_text(status));
+        return unexpected(Errc::auth, "cannot load the client certificate " + tls.cert_file + " / key " + tls.key_file +
+                                          ": " + status_text(status));
       }
     }
-    amqp_ssl_socket_set_verify_peer(socket, options_.verify_peer ? 1 : 0);
-    // rabbitmq-c matches the host against the certificate's DNS names
-    // only. For an IP address, OpenSSL checks the certificate's IP
-    // addresses while verifying the chain (whose result rabbitmq-c reads).
-    const bool by_address = options_.verify_peer && is_ip_literal(options_.host);
-    if (by_address) {
-      auto* context = static_cast<SSL_CTX*>(amqp_ssl_socket_get_context(socket));
-      if (context == nullptr ||
-          X509_VERIFY_PARAM_set1_ip_asc(SSL_CTX_get0_param(context), options_.host.c_str()) != 1) {
-        close();
-        return unexpected(Errc::internal, "cannot ask OpenSSL to verify the broker's IP address " + options_.host);
-      }
+    amqp_ssl_socket_set_verify_peer(socket, tls.verify ? 1 : 0);
+    auto* context = static_cast<SSL_CTX*>(amqp_ssl_socket_get_context(socket));
+    // rabbitmq-c matches the host it connects to against the certificate's
+    // DNS names only, and takes no other name. For an IP address, or for
+    // tls.server_name, OpenSSL checks the name while verifying the chain
+    // (whose result rabbitmq-c reads).
+    const bool by_openssl = tls.verify && (!tls.server_name.empty() || is_ip_literal(options_.host));
+    if (by_openssl && !verify_name(context, checked_name())) {
+      close();
+      return unexpected(Errc::internal, "cannot ask OpenSSL to verify the broker's name " + checked_name());
     }
-    amqp_ssl_socket_set_verify_hostname(socket, options_.verify_peer && !by_address ? 1 : 0);
+    amqp_ssl_socket_set_verify_hostname(socket, by_openssl ? 0 : (tls.verify ? 1 : 0));
+    if (!tls.server_name.empty() && !send_server_name(context, tls.server_name)) {
+      close();
+      return unexpected(Errc::internal, "cannot ask OpenSSL to send the server name " + tls.server_name);
+    }
   }
   timeval timeout = to_timeval(options_.connect_timeout);
   amqp_set_handshake_timeout(conn_, &timeout);
@@ -137,11 +157,10 @@ Result<void> Connection::open() {
       return unexpected(
           Errc::auth,
           "TLS handshake with " + endpoint + " failed: " + status_text(status) +
-              (options_.verify_peer
-                   ? " (is cacert=" + (options_.ca_cert.empty() ? std::string("<system>") : options_.ca_cert) +
-                         " the CA that signed the broker's certificate, and does the certificate name " +
-                         (is_ip_literal(options_.host) ? "IP address " : "host ") + options_.host + "?)"
-                   : std::string()));
+              (tls.verify ? " (is tls_ca=" + (tls.ca_file.empty() ? std::string("<system>") : tls.ca_file) +
+                                " the CA that signed the broker's certificate, and does the certificate name " +
+                                (is_ip_literal(checked_name()) ? "IP address " : "host ") + checked_name() + "?)"
+                          : std::string()));
     }
     return unexpected(status == AMQP_STATUS_TIMEOUT ? Errc::timeout : Errc::connection,
                       "cannot connect to " + endpoint + ": " + status_text(status));

@@ -1,5 +1,5 @@
-// The AMQP connection: TCP or TLS socket, login, the three channels, the
-// replies of synchronous calls, and the reconnect backoff.
+// The AMQP connection: TCP or TLS socket, login, the three channels and the
+// replies of synchronous calls.
 #pragma once
 
 #include <babelqueue/rabbitmq/transport.hpp>
@@ -10,7 +10,6 @@
 #include <chrono>
 #include <functional>
 #include <optional>
-#include <random>
 #include <string>
 
 namespace babelqueue::rabbitmq::detail {
@@ -39,20 +38,6 @@ struct AmqpFailure {
 // Errc::not_found) or connection.close (403 and 530 are Errc::auth), or a
 // library error (a timeout is Errc::timeout). what prefixes the message.
 AmqpFailure failure_of(const amqp_rpc_reply_t& reply, const std::string& what);
-
-// Exponential backoff with jitter between reconnect attempts: each pause is
-// somewhere in [backoff/2, backoff], and backoff doubles after each failed
-// attempt, from min up to max. Used by the I/O thread only.
-class ReconnectBackoff {
- public:
-  ReconnectBackoff(std::chrono::milliseconds min, std::chrono::milliseconds max);
-  std::chrono::milliseconds pause(std::mt19937_64& random) const;
-  void failed();
-
- private:
-  std::chrono::milliseconds backoff_;
-  std::chrono::milliseconds max_;
-};
 
 // The rabbitmq-c connection. Used by the I/O thread only; open() and close()
 // also by the transport's open and close while no I/O thread runs.
@@ -97,6 +82,10 @@ class Connection {
 
  private:
   bool reopen_channel(amqp_channel_t channel);
+  // The name the broker's certificate must carry: tls.server_name, else the host.
+  const std::string& checked_name() const {
+    return options_.tls.server_name.empty() ? options_.host : options_.tls.server_name;
+  }
 
   const rabbitmq::Transport::Options& options_;
   ChannelClosed on_channel_closed_;

@@ -6,8 +6,9 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
-#include <random>
+#include <string>
 #include <vector>
 
 namespace babelqueue::rabbitmq::detail {
@@ -18,6 +19,12 @@ using std::chrono::milliseconds;
 // Frames handled in one go before the I/O thread looks at its requests again,
 // so acks and publishes are not starved by a flood of deliveries.
 constexpr int kFramesPerTurn = 256;
+
+// " after 1 failed attempt", " after 2 failed attempts"; nothing for none.
+std::string after_failures(std::int64_t failures) {
+  if (failures == 0) return {};
+  return " after " + std::to_string(failures) + " failed attempt" + (failures == 1 ? "" : "s");
+}
 
 }  // namespace
 
@@ -50,10 +57,6 @@ void IoLoop::goodbye(std::chrono::steady_clock::time_point deadline) {
 void IoLoop::run() {
   while (true) {
     if (!connection_.is_open()) {
-      {
-        Locked locked = shared_.lock();
-        if (locked->closed) break;
-      }
       reconnect_with_backoff();
       if (!connection_.is_open()) break;  // closed while reconnecting
     }
@@ -248,38 +251,58 @@ void IoLoop::sleep_until_readable() {
 }
 
 void IoLoop::reconnect_with_backoff() {
-  std::mt19937_64 random(std::random_device{}());
-  ReconnectBackoff backoff(options_.reconnect_min, options_.reconnect_max);
+  std::int64_t failures = 0;
+  milliseconds pause = options_.reconnect_backoff.delay_for(1);
   while (true) {
-    const milliseconds pause = backoff.pause(random);
+    bool closed = false;
+    std::string last_error;
     {
       Locked locked = shared_.lock();
       expire_jobs(locked);
-      if (shared_.reconnect_wait.wait_for(locked.lock(), pause, [&] { return locked->closed; })) return;
+      closed = shared_.reconnect_wait.wait_for(locked.lock(), pause, [&] { return locked->closed; });
+      if (closed) last_error = locked->last_error;
+    }
+    if (closed) {
+      log(LogLevel::warning, "rabbitmq: closed while reconnecting to " + endpoint_ + "; giving up" +
+                                 after_failures(failures) + " (last error: " + last_error + ")");
+      return;
     }
     auto connected = connect();
     if (connected) {
       shared_.reconnects.fetch_add(1);
+      log(LogLevel::info, "rabbitmq: reconnected to " + endpoint_ + " (vhost " + options_.vhost +
+                              (failures > 0 ? "," + after_failures(failures) : "") + ")");
       return;
     }
     {
       Locked locked = shared_.lock();
       locked->last_error = connected.error().message();
     }
-    backoff.failed();
+    ++failures;
+    pause = options_.reconnect_backoff.delay_for(failures + 1);
+    log(LogLevel::warning, "rabbitmq: reconnect attempt " + std::to_string(failures) + " to " + endpoint_ +
+                               " failed, next in " + std::to_string(pause.count()) +
+                               " ms: " + connected.error().message());
   }
 }
 
 void IoLoop::on_connection_lost(const ErrorInfo& why) {
   connection_.set_lost(why);
   connection_.close();
-  Locked locked = shared_.lock();
-  locked->connected = false;
-  locked->last_error = why.message();
-  consumers_.drop(locked);
-  // Unconfirmed messages go back to their jobs to be sent again.
-  publisher_.on_connection_lost(locked);
-  locked->consumers.wake_all();
+  {
+    Locked locked = shared_.lock();
+    locked->connected = false;
+    locked->last_error = why.message();
+    consumers_.drop(locked);
+    // Unconfirmed messages go back to their jobs to be sent again.
+    publisher_.on_connection_lost(locked);
+    locked->consumers.wake_all();
+  }
+  log(LogLevel::warning, "rabbitmq: connection to " + endpoint_ + " lost (" + why.message() + "); reconnecting");
+}
+
+void IoLoop::log(LogLevel level, const std::string& line) const {
+  if (options_.log) options_.log(level, line);
 }
 
 void IoLoop::on_channel_closed(amqp_channel_t channel, const ErrorInfo& why) {

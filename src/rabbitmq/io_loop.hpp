@@ -3,7 +3,8 @@
 // sends them, reads what the broker sent (deliveries, confirms, returns,
 // cancels, channel and connection closes) without blocking, and otherwise
 // sleeps in poll() on the socket and the wake-up eventfd, at most a quarter
-// heartbeat. A lost connection is reopened with backoff.
+// heartbeat. A lost connection is reopened with Options::reconnect_backoff,
+// and Options::log hears of it (never under the lock).
 #pragma once
 
 #include "connection.hpp"
@@ -11,6 +12,7 @@
 #include "publisher.hpp"
 #include "queue_declarer.hpp"
 
+#include <babelqueue/log_sink.hpp>
 #include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/result.hpp>
 
@@ -50,6 +52,7 @@ class IoLoop {
   void handle_method(const amqp_frame_t& frame);
   // Waits for the broker's bytes or a request from an API thread.
   void sleep_until_readable();
+  // Returns connected, or not connected once the transport is closed.
   void reconnect_with_backoff();
   // The connection broke: everything on the wire is void.
   void on_connection_lost(const ErrorInfo& why);
@@ -57,6 +60,8 @@ class IoLoop {
   void on_channel_closed(amqp_channel_t channel, const ErrorInfo& why);
   // Fails the publish jobs whose deadline passed.
   void expire_jobs(const Locked& locked);
+  // To Options::log; never called with the lock held.
+  void log(LogLevel level, const std::string& line) const;
 
   const rabbitmq::Transport::Options& options_;
   SharedState& shared_;

@@ -15,12 +15,12 @@
 
 #include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
+#include <babelqueue/url_options.hpp>
 
 #include <algorithm>
 #include <charconv>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <thread>
 
 namespace babelqueue {
@@ -34,6 +34,9 @@ using rabbitmq::detail::PublishJob;
 using rabbitmq::detail::PublishProgress;
 using rabbitmq::detail::StatsJob;
 using std::chrono::milliseconds;
+
+// AMQP carries the heartbeat as a 16-bit number of seconds.
+constexpr std::chrono::seconds kMaxHeartbeat(65535);
 
 }  // namespace
 
@@ -55,6 +58,8 @@ class rabbitmq::Transport::State {
     if (!shared_.wake_fd.valid()) return unexpected(Errc::io, "eventfd failed");
     auto connected = io_.connect();
     if (!connected) return unexpected(connected.error());
+    if (options_.log)
+      options_.log(LogLevel::info, "rabbitmq: connected to " + endpoint_ + " (vhost " + options_.vhost + ")");
     io_thread_ = std::thread([this] { io_.run(); });
     return {};
   }
@@ -223,18 +228,17 @@ rabbitmq::Transport::~Transport() { close(std::chrono::seconds(5)); }
 Result<std::unique_ptr<rabbitmq::Transport>> rabbitmq::Transport::open(Options options) {
   if (options.host.empty()) return unexpected(Errc::invalid_argument, "rabbitmq: empty host");
   if (options.max_in_flight == 0) return unexpected(Errc::invalid_argument, "rabbitmq: max_in_flight must be >= 1");
-  if (options.heartbeat.count() < 0 || options.heartbeat.count() > 65535) {
+  if (options.heartbeat.count() < 0 || options.heartbeat > kMaxHeartbeat) {
     return unexpected(Errc::invalid_argument, "rabbitmq: heartbeat must be 0..65535 seconds");
   }
   if (options.connect_timeout.count() <= 0 || options.publish_timeout.count() <= 0) {
     return unexpected(Errc::invalid_argument, "rabbitmq: timeouts must be positive");
   }
-  if (options.reconnect_min.count() <= 0 || options.reconnect_max < options.reconnect_min) {
-    return unexpected(Errc::invalid_argument, "rabbitmq: need 0 < reconnect_min <= reconnect_max");
+  const BackoffPolicy& backoff = options.reconnect_backoff;
+  if (backoff.initial.count() <= 0 || backoff.max < backoff.initial) {
+    return unexpected(Errc::invalid_argument, "rabbitmq: reconnect_backoff needs 0 < initial <= max");
   }
-  if (options.client_cert.empty() != options.client_key.empty()) {
-    return unexpected(Errc::invalid_argument, "rabbitmq: cert and key go together");
-  }
+  if (auto tls = options.tls.check(); !tls) return unexpected(tls.error());
   auto state = std::make_shared<State>(std::move(options));
   if (auto started = state->start(); !started) return unexpected(started.error());
   return std::unique_ptr<rabbitmq::Transport>(new rabbitmq::Transport(std::move(state)));
@@ -245,79 +249,32 @@ Result<rabbitmq::Transport::Options> rabbitmq::Transport::options_from_url(const
   if (url.scheme != "amqp" && url.scheme != "amqps") {
     return unexpected(Errc::invalid_argument, "rabbitmq: not an amqp:// or amqps:// URL: " + url.redacted());
   }
-  options.tls = url.scheme == "amqps";
+  options.tls.enabled = url.scheme == "amqps";
   options.host = url.host.empty() ? "localhost" : url.host;
   if (options.host.find(',') != std::string::npos) {
     return unexpected(Errc::invalid_argument, "rabbitmq: one host per URL: " + url.redacted());
   }
-  options.port = url.port.value_or(options.tls ? 5671 : 5672);
+  options.port = url.port.value_or(options.tls.enabled ? 5671 : 5672);
   if (!url.user.empty()) options.user = url.user;
   if (!url.user.empty() || !url.password.empty()) options.password = url.password;
   options.vhost = url.path.empty() ? "/" : url.path;
-  static const std::set<std::string, std::less<>> known = {
-      "heartbeat",  "connection_name", "connect_timeout", "publish_timeout", "confirm", "max_in_flight", "prefetch",
-      "queue_type", "reconnect_min",   "reconnect_max",   "cacert",          "cert",    "key",           "verify"};
-  for (const auto& [key, value] : url.query) {
-    if (!known.contains(key)) {
-      return unexpected(Errc::invalid_argument, "rabbitmq: unknown URL parameter '" + key + "' in " + url.redacted());
-    }
-  }
-  auto seconds = [&](std::string_view key, milliseconds fallback) -> Result<milliseconds> {
-    auto value = url.number(key, static_cast<double>(fallback.count()) / 1000.0);
-    if (!value) return unexpected(value.error());
-    if (*value < 0 || *value > 1e7)
-      return unexpected(Errc::invalid_argument, "rabbitmq: " + std::string(key) + " out of range");
-    return milliseconds(static_cast<std::int64_t>(*value * 1000.0));
-  };
-  auto whole = [&](std::string_view key, double fallback, double max) -> Result<double> {
-    auto value = url.number(key, fallback);
-    if (!value) return unexpected(value.error());
-    if (*value < 0 || *value > max || *value != static_cast<double>(static_cast<std::int64_t>(*value))) {
-      return unexpected(Errc::invalid_argument, "rabbitmq: " + std::string(key) + " must be a whole number 0.." +
-                                                    std::to_string(static_cast<std::int64_t>(max)));
-    }
-    return *value;
-  };
-  auto heartbeat = whole("heartbeat", 30, 65535);
-  if (!heartbeat) return unexpected(heartbeat.error());
-  options.heartbeat = std::chrono::seconds(static_cast<std::int64_t>(*heartbeat));
-  auto connect_timeout = seconds("connect_timeout", options.connect_timeout);
-  if (!connect_timeout) return unexpected(connect_timeout.error());
-  options.connect_timeout = *connect_timeout;
-  auto publish_timeout = seconds("publish_timeout", options.publish_timeout);
-  if (!publish_timeout) return unexpected(publish_timeout.error());
-  options.publish_timeout = *publish_timeout;
-  auto reconnect_min = seconds("reconnect_min", options.reconnect_min);
-  if (!reconnect_min) return unexpected(reconnect_min.error());
-  options.reconnect_min = *reconnect_min;
-  auto reconnect_max = seconds("reconnect_max", options.reconnect_max);
-  if (!reconnect_max) return unexpected(reconnect_max.error());
-  options.reconnect_max = *reconnect_max;
-  auto confirm = url.flag("confirm", true);
-  if (!confirm) return unexpected(confirm.error());
-  options.confirm = *confirm;
-  auto verify = url.flag("verify", true);
-  if (!verify) return unexpected(verify.error());
-  options.verify_peer = *verify;
-  auto in_flight = whole("max_in_flight", 1024, 1e6);
-  if (!in_flight) return unexpected(in_flight.error());
-  options.max_in_flight = static_cast<std::size_t>(*in_flight);
-  auto prefetch = whole("prefetch", 0, 65535);
-  if (!prefetch) return unexpected(prefetch.error());
-  options.prefetch = static_cast<std::uint16_t>(*prefetch);
-  const std::string queue_type = url.param("queue_type", "classic");
-  if (queue_type == "quorum") {
-    options.queue_type = QueueType::quorum;
-  } else if (queue_type != "classic") {
-    return unexpected(Errc::invalid_argument, "rabbitmq: queue_type must be classic or quorum, not " + queue_type);
-  }
-  options.connection_name = url.param("connection_name", options.connection_name);
-  options.ca_cert = url.param("cacert");
-  options.client_cert = url.param("cert");
-  options.client_key = url.param("key");
-  if (!options.tls && (!options.ca_cert.empty() || !options.client_cert.empty())) {
-    return unexpected(Errc::invalid_argument, "rabbitmq: cacert/cert/key need an amqps:// URL");
-  }
+  constexpr milliseconds kMin(1);
+  constexpr std::chrono::hours kHour(1);
+  UrlOptionReader read(url);
+  // The broker takes the heartbeat in whole seconds: the seconds destination
+  // refuses fractions such as 1.5.
+  read.duration("heartbeat", options.heartbeat, {.max = kMaxHeartbeat});
+  read.text("connection_name", options.connection_name);
+  read.duration("connect_timeout", options.connect_timeout, {.min = kMin, .max = kHour});
+  read.duration("publish_timeout", options.publish_timeout, {.min = kMin, .max = std::chrono::hours(24)});
+  read.flag("confirm", options.confirm);
+  read.integer("max_in_flight", options.max_in_flight, 1, 1000000);
+  read.integer("prefetch", options.prefetch, 0, 65535);
+  read.choice("queue_type", options.queue_type, {{"classic", QueueType::classic}, {"quorum", QueueType::quorum}});
+  read.duration("reconnect_min", options.reconnect_backoff.initial, {.min = kMin, .max = kHour});
+  read.duration("reconnect_max", options.reconnect_backoff.max, {.min = kMin, .max = kHour});
+  read.tls(options.tls, "amqps://");
+  if (auto done = read.finish(); !done) return unexpected(done.error());
   return options;
 }
 

@@ -18,12 +18,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace bq = babelqueue;
 namespace rmq = babelqueue::rabbitmq::testing;
@@ -331,6 +336,35 @@ TEST(RabbitmqTransport, TlsByIpAddressChecksTheCertificatesIpAddresses) {
 
 namespace {
 
+sockaddr_in loopback(int port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return address;
+}
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address = loopback(0);
+  socklen_t length = sizeof(address);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+void wait_until_accepting(int port) {
+  for (int i = 0; i < 100; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    const sockaddr_in address = loopback(port);
+    const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+    ::close(fd);
+    if (ok) return;
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
 // A TLS server (openssl s_server) on 127.0.0.1 whose certificate, signed by
 // its own CA, names DNS:localhost but no IP address. It speaks no AMQP.
 class TlsServerWithoutIpName {
@@ -351,7 +385,7 @@ class TlsServerWithoutIpName {
         "{ openssl s_server -quiet -accept 127.0.0.1:" +
         std::to_string(port_) +
         " -cert server.crt -key server.key </dev/null >/dev/null 2>&1 & echo $!; } 2>/dev/null"));
-    for (int i = 0; i < 100 && !accepting(); ++i) std::this_thread::sleep_for(50ms);
+    wait_until_accepting(port_);
   }
   ~TlsServerWithoutIpName() {
     ::kill(pid_, SIGTERM);
@@ -366,30 +400,6 @@ class TlsServerWithoutIpName {
   }
 
  private:
-  static sockaddr_in loopback(int port) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<std::uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return address;
-  }
-  static int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address = loopback(0);
-    socklen_t length = sizeof(address);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-    ::close(fd);
-    return ntohs(address.sin_port);
-  }
-  bool accepting() const {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    const sockaddr_in address = loopback(port_);
-    const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
-    ::close(fd);
-    return ok;
-  }
-
   std::filesystem::path dir_;
   int port_ = 0;
   int pid_ = 0;
@@ -411,6 +421,86 @@ TEST(RabbitmqTransport, AnIpAddressTheCertificateDoesNotNameIsRefused) {
   auto by_name = bq::open_transport(server.url("localhost"));
   ASSERT_FALSE(by_name);
   EXPECT_EQ(by_name.error().message().find("TLS handshake"), std::string::npos) << by_name.error().message();
+}
+
+TEST(RabbitmqTransport, TlsServerNameIsTheNameCheckedAgainstTheCertificate) {
+  // The broker's certificate names DNS:localhost and IP:127.0.0.1.
+  const std::string by_address = rmq::info("tls_url") + "?tls_ca=" + rmq::info("tls_ca");
+  ASSERT_NE(by_address.find("@127.0.0.1:"), std::string::npos) << by_address;
+  expect_a_round_trip(by_address + "&tls_server_name=localhost", "tls-name");
+  expect_a_round_trip(rmq::tls_url("tls_server_name=127.0.0.1"), "tls-name-ip");
+  // A name the certificate does not carry is refused, even though the
+  // address it connects to is in the certificate.
+  auto parsed = bq::Url::parse(by_address + "&tls_server_name=not-the-broker.example");
+  ASSERT_TRUE(parsed);
+  auto options = bq::rabbitmq::Transport::options_from_url(*parsed);
+  ASSERT_TRUE(options) << options.error().message();
+  auto refused = bq::rabbitmq::Transport::open(*options);
+  ASSERT_FALSE(refused) << "a certificate that does not name tls_server_name must be refused";
+  EXPECT_EQ(refused.error().code(), bq::Errc::auth) << refused.error().message();
+  EXPECT_NE(refused.error().message().find("TLS handshake"), std::string::npos) << refused.error().message();
+  EXPECT_NE(refused.error().message().find("host not-the-broker.example"), std::string::npos)
+      << refused.error().message();
+}
+
+namespace {
+
+// A TLS server (openssl s_server) on 127.0.0.1 that serves the certificate
+// of broker.example only to a client that asks for that name by SNI, and
+// ends any other handshake with a fatal alert. It speaks no AMQP.
+class TlsServerBySni {
+ public:
+  TlsServerBySni() {
+    dir_ = std::filesystem::temp_directory_path() / ("bq-sni-" + bq::uuid_v4().substr(0, 8));
+    std::filesystem::create_directories(dir_);
+    port_ = free_port();
+    auto certificate = [](const std::string& name) {
+      return "openssl req -newkey rsa:2048 -nodes -subj /CN=" + name + " -keyout " + name + ".key -out " + name +
+             ".csr && printf 'subjectAltName=DNS:" + name + "\\n' > " + name + ".ext && openssl x509 -req -in " + name +
+             ".csr -CA ca.crt -CAkey ca.key -set_serial 1 -days 1 -extfile " + name + ".ext -out " + name + ".crt && ";
+    };
+    pid_ = std::stoi(bq::testing::run_command_output(
+        "exec 2>/dev/null; cd " + dir_.string() +
+        " && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca -keyout ca.key -out ca.crt && " +
+        certificate("other.example") + certificate("broker.example") +
+        "{ openssl s_server -quiet -accept 127.0.0.1:" + std::to_string(port_) +
+        " -cert other.example.crt -key other.example.key -servername broker.example -servername_fatal"
+        " -cert2 broker.example.crt -key2 broker.example.key </dev/null >/dev/null 2>&1 & echo $!; } 2>/dev/null"));
+    wait_until_accepting(port_);
+  }
+  ~TlsServerBySni() {
+    ::kill(pid_, SIGTERM);
+    std::filesystem::remove_all(dir_);
+  }
+  TlsServerBySni(const TlsServerBySni&) = delete;
+  TlsServerBySni& operator=(const TlsServerBySni&) = delete;
+
+  std::string url(const std::string& server_name) const {
+    return "amqps://guest:guest@127.0.0.1:" + std::to_string(port_) +
+           "/%2F?connect_timeout=2&tls_ca=" + (dir_ / "ca.crt").string() + "&tls_server_name=" + server_name;
+  }
+
+ private:
+  std::filesystem::path dir_;
+  int port_ = 0;
+  int pid_ = 0;
+};
+
+}  // namespace
+
+TEST(RabbitmqTransport, TlsServerNameIsSentAsSni) {
+  TlsServerBySni server;
+  bq::rabbitmq::register_transport();
+  // The server picks its certificate by the SNI: the handshake passes only
+  // if tls_server_name was sent, not the address connected to. What fails
+  // afterwards is the missing AMQP broker, not TLS.
+  auto by_sni = bq::open_transport(server.url("broker.example"));
+  ASSERT_FALSE(by_sni);
+  EXPECT_EQ(by_sni.error().message().find("TLS handshake"), std::string::npos) << by_sni.error().message();
+  // Any other name gets the fatal alert.
+  auto other = bq::open_transport(server.url("other.example"));
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().message().find("TLS handshake"), std::string::npos) << other.error().message();
 }
 
 TEST(RabbitmqTransport, AWrongCaIsRefusedWithAClearError) {
@@ -532,6 +622,117 @@ TEST(RabbitmqTransport, PublishesCaughtByADroppedConnectionAreSentAgain) {
   EXPECT_GE(*count, kMessages);
   EXPECT_LE(*count, kMessages + 1);
   ASSERT_TRUE(client.delete_queue(queue));
+}
+
+namespace {
+
+// The lines a transport logged, for the test below.
+class Captured {
+ public:
+  bq::LogSink sink() {
+    return [this](bq::LogLevel level, std::string_view line) {
+      const std::lock_guard lock(mutex_);
+      lines_.emplace_back(level, std::string(line));
+    };
+  }
+  std::string text() {
+    const std::lock_guard lock(mutex_);
+    std::string all;
+    for (const auto& line : lines_) all += line.second + "\n";
+    return all;
+  }
+  // How many lines start with start, at level.
+  int count(bq::LogLevel level, const std::string& start) {
+    const std::lock_guard lock(mutex_);
+    return static_cast<int>(std::count_if(lines_.begin(), lines_.end(), [&](const auto& line) {
+      return line.first == level && line.second.rfind(start, 0) == 0;
+    }));
+  }
+  // Waits until more than already lines start with start, at level.
+  bool wait_for(bq::LogLevel level, const std::string& start, int already = 0) {
+    const auto deadline = std::chrono::steady_clock::now() + 15s;
+    while (count(level, start) <= already) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(20ms);
+    }
+    return true;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<bq::LogLevel, std::string>> lines_;
+};
+
+// A broker user of the test's own (other tests share the broker and its
+// guest user), deleted at the end.
+class BrokerUser {
+ public:
+  BrokerUser(std::string name, const std::string& password) : name_(std::move(name)) {
+    rmq::rabbitmqctl("add_user '" + name_ + "' '" + password + "'");
+    rmq::rabbitmqctl("set_permissions -p / '" + name_ + "' '.*' '.*' '.*'");
+  }
+  ~BrokerUser() { rmq::rabbitmqctl("delete_user '" + name_ + "'"); }
+  BrokerUser(const BrokerUser&) = delete;
+  BrokerUser& operator=(const BrokerUser&) = delete;
+
+  void change_password(const std::string& password) const {
+    rmq::rabbitmqctl("change_password '" + name_ + "' '" + password + "'");
+  }
+
+ private:
+  std::string name_;
+};
+
+}  // namespace
+
+TEST(RabbitmqTransport, ConnectsLossesFailedAttemptsReconnectsAndGiveUpsAreLogged) {
+  const std::string id = bq::uuid_v4().substr(0, 8);
+  const std::string password = "log-secret-" + id;
+  const std::string other_password = "log-other-secret-" + id;
+  const BrokerUser user("bq-log-" + id, password);
+  const std::string name = "bq-test-log-" + id;
+  std::string text = rmq::url();
+  text.replace(text.find("guest:guest"), 11, "bq-log-" + id + ":" + password);
+  auto parsed = bq::Url::parse(text + "?reconnect_min=50ms&reconnect_max=200ms&connection_name=" + name);
+  ASSERT_TRUE(parsed);
+  auto options = bq::rabbitmq::Transport::options_from_url(*parsed);
+  ASSERT_TRUE(options) << options.error().message();
+  const std::string broker = "amqp://" + options->host + ":" + std::to_string(options->port);
+  Captured captured;
+  options->log = captured.sink();
+  auto transport = bq::rabbitmq::Transport::open(*options);
+  ASSERT_TRUE(transport) << transport.error().message();
+  EXPECT_EQ(captured.count(bq::LogLevel::info, "rabbitmq: connected to " + broker + " (vhost /)"), 1)
+      << captured.text();
+
+  // The connection drops and the broker refuses the password meanwhile:
+  // failed attempts, then a reconnect once it takes it again.
+  const std::string failed = "rabbitmq: reconnect attempt ";
+  user.change_password(other_password);
+  rmq::close_connections_named(name);
+  EXPECT_TRUE(captured.wait_for(bq::LogLevel::warning, "rabbitmq: connection to " + broker + " lost ("))
+      << captured.text();
+  ASSERT_TRUE(captured.wait_for(bq::LogLevel::warning, failed + "1 to " + broker + " failed, next in "))
+      << captured.text();
+  user.change_password(password);
+  EXPECT_TRUE(captured.wait_for(bq::LogLevel::info, "rabbitmq: reconnected to " + broker + " (vhost /, after "))
+      << captured.text();
+  EXPECT_EQ((*transport)->reconnects(), 1U);
+
+  // Dropped again, and closed while it cannot get back: it gives up.
+  const int failed_before = captured.count(bq::LogLevel::warning, failed);
+  user.change_password(other_password);
+  rmq::close_connections_named(name);
+  ASSERT_TRUE(captured.wait_for(bq::LogLevel::warning, failed, failed_before)) << captured.text();
+  (*transport)->close();
+  EXPECT_EQ(
+      captured.count(bq::LogLevel::warning, "rabbitmq: closed while reconnecting to " + broker + "; giving up after "),
+      1)
+      << captured.text();
+
+  const std::string all = captured.text();
+  EXPECT_EQ(all.find(password), std::string::npos) << "the password must not be logged:\n" << all;
+  EXPECT_EQ(all.find(other_password), std::string::npos) << all;
 }
 
 TEST(RabbitmqTransport, HeartbeatsKeepAnIdleConnectionAlive) {

@@ -1,5 +1,5 @@
 // babelqueue::rabbitmq without a broker: the parts of the transport that do
-// no I/O (delay buckets, reply mapping and backoff, publish jobs and their
+// no I/O (URL options, delay buckets, reply mapping, publish jobs and their
 // confirms, the consumer table, ack coalescing, deliveries, the wake-up).
 #include "amqp_projection.hpp"
 #include "connection.hpp"
@@ -22,6 +22,257 @@ namespace rd = babelqueue::rabbitmq::detail;
 using namespace std::chrono_literals;
 
 namespace {
+
+// ---- URL options -----------------------------------------------------------
+
+bq::Url url_of(const std::string& text) {
+  auto url = bq::Url::parse(text);
+  if (!url) throw bq::Error(url.error());
+  return *url;
+}
+
+bq::Result<bq::rabbitmq::Options> options_of(const std::string& text) {
+  return bq::rabbitmq::Transport::options_from_url(url_of(text));
+}
+
+std::string error_of(const std::string& text) {
+  auto options = options_of(text);
+  if (options) return "(accepted)";
+  EXPECT_EQ(options.error().code(), bq::Errc::invalid_argument) << text;
+  return options.error().message();
+}
+
+// Every field that decides the connection, in one line, so a difference
+// shows in the failure message.
+std::string describe(const bq::rabbitmq::Options& o) {
+  const auto ms = [](std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; };
+  return "host=" + o.host + " port=" + std::to_string(o.port) + " user=" + o.user + " password=" + o.password +
+         " vhost=" + o.vhost + " tls=" + std::to_string(o.tls.enabled) + " ca=" + o.tls.ca_file +
+         " cert=" + o.tls.cert_file + " key=" + o.tls.key_file + " server_name=" + o.tls.server_name +
+         " verify=" + std::to_string(o.tls.verify) + " heartbeat=" + std::to_string(o.heartbeat.count()) +
+         "s name=" + o.connection_name + " connect_timeout=" + ms(o.connect_timeout) +
+         " publish_timeout=" + ms(o.publish_timeout) + " confirm=" + std::to_string(o.confirm) +
+         " max_in_flight=" + std::to_string(o.max_in_flight) + " prefetch=" + std::to_string(o.prefetch) +
+         " queue_type=" + (o.queue_type == bq::rabbitmq::Transport::QueueType::quorum ? "quorum" : "classic") +
+         " reconnect=" + ms(o.reconnect_backoff.initial) + ".." + ms(o.reconnect_backoff.max);
+}
+
+TEST(RabbitmqUrlOptions, EveryUrlOfTheTestsScriptsAndDocsReadsAsBefore) {
+  // The URLs of tests/rabbitmq, scripts/broker, the benchmark and
+  // docs/transports/rabbitmq.md, with the Options the reader before the
+  // shared kit made of them (recorded from it).
+  const std::pair<std::string, std::string> pinned[] = {
+      {"amqp://guest:guest@127.0.0.1:5682/%2F",
+       "host=127.0.0.1 port=5682 user=guest password=guest vhost=/ tls=0 ca= cert= key= server_name= verify=1 "
+       "heartbeat=30s name=babelqueue-cpp connect_timeout=10000ms publish_timeout=30000ms confirm=1 max_in_flight=1024 "
+       "prefetch=0 queue_type=classic reconnect=100ms..10000ms"},
+      {"amqp://guest:guest@127.0.0.1:5682/%2F?max_in_flight=64",
+       "host=127.0.0.1 port=5682 user=guest password=guest vhost=/ tls=0 ca= cert= key= server_name= verify=1 "
+       "heartbeat=30s name=babelqueue-cpp connect_timeout=10000ms publish_timeout=30000ms confirm=1 max_in_flight=64 "
+       "prefetch=0 queue_type=classic reconnect=100ms..10000ms"},
+      {"amqp://guest:guest@127.0.0.1:5682/%2F?prefetch=7",
+       "host=127.0.0.1 port=5682 user=guest password=guest vhost=/ tls=0 ca= cert= key= server_name= verify=1 "
+       "heartbeat=30s name=babelqueue-cpp connect_timeout=10000ms publish_timeout=30000ms confirm=1 max_in_flight=1024 "
+       "prefetch=7 queue_type=classic reconnect=100ms..10000ms"},
+      {"amqp://guest:guest@127.0.0.1:5682/%2F?heartbeat=1",
+       "host=127.0.0.1 port=5682 user=guest password=guest vhost=/ tls=0 ca= cert= key= server_name= verify=1 "
+       "heartbeat=1s name=babelqueue-cpp connect_timeout=10000ms publish_timeout=30000ms confirm=1 max_in_flight=1024 "
+       "prefetch=0 queue_type=classic reconnect=100ms..10000ms"},
+      {"amqp://guest:guest@127.0.0.1:5682/%2F?queue_type=quorum",
+       "host=127.0.0.1 port=5682 user=guest password=guest vhost=/ tls=0 ca= cert= key= server_name= verify=1 "
+       "heartbeat=30s name=babelqueue-cpp connect_timeout=10000ms publish_timeout=30000ms confirm=1 max_in_flight=1024 "
+       "prefetch=0 queue_type=quorum reconnect=100ms..10000ms"},
+      {"amqp://guest:guest@127.0.0.1:5682/"
+       "%2F?reconnect_min=0.05&reconnect_max=0.5&connection_name=bq-test-reconnect-1a2b3c4d",
+       "host=127.0.0.1 port=5682 user=guest password=guest vhost=/ tls=0 ca= cert= key= server_name= verify=1 "
+       "heartbeat=30s name=bq-test-reconnect-1a2b3c4d connect_timeout=10000ms publish_timeout=30000ms confirm=1 "
+       "max_in_flight=1024 prefetch=0 queue_type=classic reconnect=50ms..500ms"},
+      {"amqp://guest:guest@127.0.0.1:1/%2F?connect_timeout=2",
+       "host=127.0.0.1 port=1 user=guest password=guest vhost=/ tls=0 ca= cert= key= server_name= verify=1 "
+       "heartbeat=30s name=babelqueue-cpp connect_timeout=2000ms publish_timeout=30000ms confirm=1 max_in_flight=1024 "
+       "prefetch=0 queue_type=classic reconnect=100ms..10000ms"},
+      {"amqps://guest:guest@localhost:5681/%2F?cacert=/state/rabbitmq/tls/ca.crt",
+       "host=localhost port=5681 user=guest password=guest vhost=/ tls=1 ca=/state/rabbitmq/tls/ca.crt cert= key= "
+       "server_name= verify=1 heartbeat=30s name=babelqueue-cpp connect_timeout=10000ms publish_timeout=30000ms "
+       "confirm=1 max_in_flight=1024 prefetch=0 queue_type=classic reconnect=100ms..10000ms"},
+      {"amqps://guest:guest@127.0.0.1:5681/%2F?cacert=/state/rabbitmq/tls/ca.crt",
+       "host=127.0.0.1 port=5681 user=guest password=guest vhost=/ tls=1 ca=/state/rabbitmq/tls/ca.crt cert= key= "
+       "server_name= verify=1 heartbeat=30s name=babelqueue-cpp connect_timeout=10000ms publish_timeout=30000ms "
+       "confirm=1 max_in_flight=1024 prefetch=0 queue_type=classic reconnect=100ms..10000ms"},
+      {"amqps://guest:guest@localhost:40123/%2F?connect_timeout=3&cacert=/tmp/bq-no-ip-1a2b3c4d/ca.crt",
+       "host=localhost port=40123 user=guest password=guest vhost=/ tls=1 ca=/tmp/bq-no-ip-1a2b3c4d/ca.crt cert= key= "
+       "server_name= verify=1 heartbeat=30s name=babelqueue-cpp connect_timeout=3000ms publish_timeout=30000ms "
+       "confirm=1 max_in_flight=1024 prefetch=0 queue_type=classic reconnect=100ms..10000ms"},
+      {"amqps://guest:guest@localhost:5681/%2F?cacert=/tls/ca.crt&cert=/tls/client.crt&key=/tls/"
+       "client.key&verify=false",
+       "host=localhost port=5681 user=guest password=guest vhost=/ tls=1 ca=/tls/ca.crt cert=/tls/client.crt "
+       "key=/tls/client.key server_name= verify=0 heartbeat=30s name=babelqueue-cpp connect_timeout=10000ms "
+       "publish_timeout=30000ms confirm=1 max_in_flight=1024 prefetch=0 queue_type=classic reconnect=100ms..10000ms"},
+      {"amqp://guest:guest@127.0.0.1:5682/%2F?verify=false",
+       "host=127.0.0.1 port=5682 user=guest password=guest vhost=/ tls=0 ca= cert= key= server_name= verify=0 "
+       "heartbeat=30s name=babelqueue-cpp connect_timeout=10000ms publish_timeout=30000ms confirm=1 max_in_flight=1024 "
+       "prefetch=0 queue_type=classic reconnect=100ms..10000ms"},
+      {"amqp://app:secret@rabbit:5672/%2F",
+       "host=rabbit port=5672 user=app password=secret vhost=/ tls=0 ca= cert= key= server_name= verify=1 "
+       "heartbeat=30s name=babelqueue-cpp connect_timeout=10000ms publish_timeout=30000ms confirm=1 max_in_flight=1024 "
+       "prefetch=0 queue_type=classic reconnect=100ms..10000ms"},
+      {"amqp://guest:guest@127.0.0.1:5672/%2F",
+       "host=127.0.0.1 port=5672 user=guest password=guest vhost=/ tls=0 ca= cert= key= server_name= verify=1 "
+       "heartbeat=30s name=babelqueue-cpp connect_timeout=10000ms publish_timeout=30000ms confirm=1 max_in_flight=1024 "
+       "prefetch=0 queue_type=classic reconnect=100ms..10000ms"},
+      {"amqp://guest:guest@localhost:5672/",
+       "host=localhost port=5672 user=guest password=guest vhost=/ tls=0 ca= cert= key= server_name= verify=1 "
+       "heartbeat=30s name=babelqueue-cpp connect_timeout=10000ms publish_timeout=30000ms confirm=1 max_in_flight=1024 "
+       "prefetch=0 queue_type=classic reconnect=100ms..10000ms"},
+      {"amqp://rabbit",
+       "host=rabbit port=5672 user=guest password=guest vhost=/ tls=0 ca= cert= key= server_name= verify=1 "
+       "heartbeat=30s name=babelqueue-cpp connect_timeout=10000ms publish_timeout=30000ms confirm=1 max_in_flight=1024 "
+       "prefetch=0 queue_type=classic reconnect=100ms..10000ms"},
+      {"amqps://rabbit/"
+       "prod?heartbeat=0&confirm=false&publish_timeout=2.5&connect_timeout=0.25&max_in_flight=1000000&prefetch=65535",
+       "host=rabbit port=5671 user=guest password=guest vhost=prod tls=1 ca= cert= key= server_name= verify=1 "
+       "heartbeat=0s name=babelqueue-cpp connect_timeout=250ms publish_timeout=2500ms confirm=0 max_in_flight=1000000 "
+       "prefetch=65535 queue_type=classic reconnect=100ms..10000ms"},
+  };
+  for (const auto& [text, want] : pinned) {
+    auto options = options_of(text);
+    ASSERT_TRUE(options) << text << ": " << options.error().message();
+    EXPECT_EQ(describe(*options), want) << text;
+    EXPECT_EQ(options->reconnect_backoff.multiplier, 2.0) << text;
+    EXPECT_EQ(options->reconnect_backoff.jitter, 0.25) << text;
+  }
+  EXPECT_NE(error_of("amqp://guest:guest@127.0.0.1/%2F?prefech=4").find("'prefech'"), std::string::npos);
+}
+
+TEST(RabbitmqUrlOptions, DurationsTakeTheSharedSyntax) {
+  const std::string base = "amqp://h/%2F?";
+  EXPECT_EQ(options_of(base + "heartbeat=30").value().heartbeat, 30s);
+  EXPECT_EQ(options_of(base + "heartbeat=30s").value().heartbeat, 30s);
+  EXPECT_EQ(options_of(base + "heartbeat=1m").value().heartbeat, 60s);
+  EXPECT_EQ(options_of(base + "heartbeat=2000ms").value().heartbeat, 2s);
+  EXPECT_EQ(options_of(base + "heartbeat=0").value().heartbeat, 0s) << "0 turns heartbeats off";
+  EXPECT_EQ(options_of(base + "heartbeat=65535").value().heartbeat, 65535s);
+  for (const char* refused : {"1.5", "500ms", "65536", "-1", "abc"}) {
+    const std::string error = error_of(base + "heartbeat=" + refused);
+    EXPECT_EQ(error.rfind("amqp:// URL: parameter 'heartbeat' is '" + std::string(refused) +
+                              "', expected a duration in whole seconds",
+                          0),
+              0U)
+        << error;
+  }
+  const bq::rabbitmq::Options timeouts =
+      options_of(base + "connect_timeout=500ms&publish_timeout=2m&reconnect_min=0.25&reconnect_max=1m").value();
+  EXPECT_EQ(timeouts.connect_timeout, 500ms);
+  EXPECT_EQ(timeouts.publish_timeout, 2min);
+  EXPECT_EQ(timeouts.reconnect_backoff.initial, 250ms);
+  EXPECT_EQ(timeouts.reconnect_backoff.max, 1min);
+  EXPECT_EQ(options_of(base + "publish_timeout=24h").value().publish_timeout, 24h);
+  EXPECT_EQ(options_of(base + "connect_timeout=1h").value().connect_timeout, 1h);
+  for (const char* refused : {"connect_timeout=0", "connect_timeout=2h", "publish_timeout=0", "publish_timeout=25h",
+                              "reconnect_min=0", "reconnect_max=61m", "connect_timeout=5sec"}) {
+    EXPECT_NE(error_of(base + refused).find("expected a duration"), std::string::npos) << refused;
+  }
+}
+
+TEST(RabbitmqUrlOptions, TheReconnectPolicyComesFromTheUrl) {
+  const bq::BackoffPolicy defaults = options_of("amqp://h").value().reconnect_backoff;
+  EXPECT_EQ(defaults.initial, 100ms);
+  EXPECT_EQ(defaults.max, 10s);
+  const bq::BackoffPolicy policy = options_of("amqp://h?reconnect_min=50ms&reconnect_max=2s").value().reconnect_backoff;
+  EXPECT_EQ(policy.initial, 50ms);
+  EXPECT_EQ(policy.max, 2s);
+  EXPECT_EQ(policy.multiplier, 2.0);
+  EXPECT_EQ(policy.jitter, 0.25);
+  // The transport's pauses are this policy's: doubling from 50 ms up to 2 s,
+  // each varied by at most a quarter.
+  EXPECT_EQ(policy.nominal_delay(1), 50ms);
+  EXPECT_EQ(policy.nominal_delay(2), 100ms);
+  EXPECT_EQ(policy.nominal_delay(7), 2s);
+  for (int i = 0; i < 100; ++i) {
+    const auto first = policy.delay_for(1);
+    EXPECT_GE(first, 37ms);
+    EXPECT_LE(first, 63ms);
+    EXPECT_LE(policy.delay_for(1000), 2500ms);
+  }
+}
+
+TEST(RabbitmqUrlOptions, CountsAndChoicesAreReadExactly) {
+  const std::string base = "amqp://h?";
+  EXPECT_EQ(options_of(base + "max_in_flight=1").value().max_in_flight, 1U);
+  EXPECT_EQ(options_of(base + "prefetch=0").value().prefetch, 0);
+  EXPECT_FALSE(options_of(base + "confirm=no").value().confirm);
+  EXPECT_TRUE(options_of(base + "confirm=on").value().confirm);
+  EXPECT_EQ(error_of(base + "max_in_flight=2.0"),
+            "amqp:// URL: parameter 'max_in_flight' is '2.0', expected a whole number from 1 to 1000000");
+  EXPECT_EQ(error_of(base + "max_in_flight=0"),
+            "amqp:// URL: parameter 'max_in_flight' is '0', expected a whole number from 1 to 1000000");
+  EXPECT_EQ(error_of(base + "prefetch=65536"),
+            "amqp:// URL: parameter 'prefetch' is '65536', expected a whole number from 0 to 65535");
+  EXPECT_EQ(error_of(base + "queue_type=stream"),
+            "amqp:// URL: parameter 'queue_type' is 'stream', expected one of classic, quorum");
+  EXPECT_EQ(error_of(base + "confirm=maybe"),
+            "amqp:// URL: parameter 'confirm' is 'maybe', expected true or false (also yes/no, on/off, 1/0)");
+  // An empty value keeps the default, as Python's parse_qs reads it.
+  EXPECT_EQ(describe(options_of(base + "heartbeat=&connection_name=&max_in_flight=&prefetch=&queue_type=").value()),
+            describe(options_of("amqp://h").value()));
+}
+
+TEST(RabbitmqUrlOptions, TlsTakesTheSharedNamesAndTheOlderSpellings) {
+  const bq::TlsOptions tls =
+      options_of("amqps://h?tls_ca=/ca.pem&tls_cert=/c.pem&tls_key=/k.pem&tls_server_name=broker&tls_verify=false")
+          .value()
+          .tls;
+  EXPECT_TRUE(tls.enabled);
+  EXPECT_EQ(tls.ca_file, "/ca.pem");
+  EXPECT_EQ(tls.cert_file, "/c.pem");
+  EXPECT_EQ(tls.key_file, "/k.pem");
+  EXPECT_EQ(tls.server_name, "broker");
+  EXPECT_FALSE(tls.verify);
+  const bq::TlsOptions older = options_of("amqps://h?cacert=/ca.pem&cert=/c.pem&key=/k.pem&verify=0").value().tls;
+  EXPECT_EQ(older.ca_file, "/ca.pem");
+  EXPECT_EQ(older.cert_file, "/c.pem");
+  EXPECT_EQ(older.key_file, "/k.pem");
+  EXPECT_FALSE(older.verify);
+  EXPECT_EQ(error_of("amqps://h?cacert=/a&tls_ca=/b"),
+            "amqps:// URL: parameters 'tls_ca' and 'cacert' are one option; give one of them");
+  // Files and names without TLS would suggest a secured connection.
+  EXPECT_EQ(error_of("amqp://h?cacert=/ca.pem"), "amqp:// URL: parameter 'cacert' needs TLS (amqps://)");
+  EXPECT_EQ(error_of("amqp://h?key=/k.pem"), "amqp:// URL: parameter 'key' needs TLS (amqps://)");
+  EXPECT_EQ(error_of("amqp://h?tls_server_name=broker"),
+            "amqp:// URL: parameter 'tls_server_name' needs TLS (amqps://)");
+  EXPECT_FALSE(options_of("amqp://h?verify=false").value().tls.verify) << "accepted, as before";
+  EXPECT_FALSE(options_of("amqp://h?tls_verify=false").value().tls.enabled);
+}
+
+TEST(RabbitmqUrlOptions, ErrorsNeverShowThePassword) {
+  const std::string unknown = error_of("amqp://guest:SECRET@127.0.0.1/%2F?bogus=1");
+  EXPECT_EQ(unknown.rfind("amqp:// URL: unknown parameter 'bogus' (known: heartbeat, connection_name, ", 0), 0U)
+      << unknown;
+  EXPECT_EQ(unknown.find("SECRET"), std::string::npos) << unknown;
+  const std::string malformed = error_of("amqps://guest:SECRET@127.0.0.1/%2F?heartbeat=SECRET");
+  EXPECT_EQ(malformed.find("guest:SECRET"), std::string::npos) << malformed;
+  const std::string scheme =
+      bq::rabbitmq::Transport::options_from_url(url_of("redis://guest:SECRET@h/0")).error().message();
+  EXPECT_EQ(scheme.find("SECRET"), std::string::npos) << scheme;
+}
+
+TEST(RabbitmqUrlOptions, OpenRefusesOptionsThatCannotWork) {
+  bq::rabbitmq::Options half;
+  half.tls.enabled = true;
+  half.tls.cert_file = "/c.pem";
+  auto refused = bq::rabbitmq::Transport::open(half);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), bq::Errc::invalid_argument);
+  EXPECT_EQ(refused.error().message(), "tls_cert and tls_key go together: give both or neither");
+  bq::rabbitmq::Options backwards;
+  backwards.reconnect_backoff.initial = 5s;
+  backwards.reconnect_backoff.max = 1s;
+  refused = bq::rabbitmq::Transport::open(backwards);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), bq::Errc::invalid_argument);
+}
+
+// ---- Delay buckets -----------------------------------------------------------
 
 TEST(RabbitmqDelayBuckets, ADelayIsRoundedUpToTwoSignificantDigits) {
   EXPECT_EQ(rd::bucket_of(1ms), 1ms);
@@ -164,29 +415,14 @@ TEST(RabbitmqConnection, LibraryErrorsLoseTheConnectionAndATimeoutSaysSo) {
   EXPECT_EQ(rd::failure_of(server_close(AMQP_BASIC_ACK_METHOD, &ack), "x").info.code(), bq::Errc::broker);
 }
 
-TEST(RabbitmqConnection, ReconnectPausesDoubleWithJitterUpToTheMaximum) {
-  rd::ReconnectBackoff backoff(100ms, 1000ms);
-  std::mt19937_64 random(42);
-  for (const auto bound : {100ms, 200ms, 400ms, 800ms, 1000ms, 1000ms}) {
-    for (int i = 0; i < 50; ++i) {
-      const auto pause = backoff.pause(random);
-      EXPECT_GE(pause, bound / 2);
-      EXPECT_LE(pause, bound);
-    }
-    backoff.failed();
-  }
-  rd::ReconnectBackoff tiny(1ms, 1ms);
-  EXPECT_LE(tiny.pause(random), 1ms);
-}
-
 TEST(RabbitmqConnection, TheEndpointNamesSchemeHostAndPortButNoCredentials) {
   bq::rabbitmq::Transport::Options options;
   options.host = "broker";
   options.port = 5671;
-  options.tls = true;
+  options.tls.enabled = true;
   options.password = "secret";
   EXPECT_EQ(rd::endpoint_of(options), "amqps://broker:5671");
-  options.tls = false;
+  options.tls.enabled = false;
   EXPECT_EQ(rd::endpoint_of(options), "amqp://broker:5671");
 }
 

@@ -4,22 +4,25 @@
 // URL: amqp://user:pass@host[:port]/vhost[?key=value&...]   (port 5672)
 //      amqps://user:pass@host[:port]/vhost[?key=value&...]  (port 5671, TLS)
 //   The vhost is percent-decoded ("%2F" is "/"); an empty path is "/".
-//   heartbeat=SECONDS        AMQP heartbeat (default 30; 0 turns it off)
-//   connection_name=TEXT     shown by rabbitmqctl list_connections (default babelqueue-cpp)
-//   connect_timeout=SECONDS  TCP + TLS + AMQP handshake (default 10)
-//   publish_timeout=SECONDS  how long publish() waits for the broker's confirm,
-//                            across reconnects (default 30)
-//   confirm=true|false       publisher confirms (default true)
-//   max_in_flight=N          unconfirmed messages on the wire (default 1024)
-//   prefetch=N               QoS per consumer; 0 (default) = auto_prefetch()
-//                            of the first receive() on that queue
-//   queue_type=classic|quorum  quorum declares x-queue-type=quorum (default classic)
-//   reconnect_min=SECONDS, reconnect_max=SECONDS  backoff bounds (0.1 and 10)
-//   cacert=PATH              CA bundle that signs the broker (amqps); default:
-//                            the system's trust store
-//   cert=PATH, key=PATH      client certificate and key (amqps, optional)
-//   verify=true|false        verify the broker's certificate and host name
-//                            (amqps; default true)
+//   Durations take the syntax of duration.hpp (500ms, 5s, 2m, or a bare
+//   number of seconds); url_options.hpp says how every parameter is read.
+//   heartbeat=DURATION          AMQP heartbeat in whole seconds, up to 65535s
+//                               (default 30s; 0 turns it off)
+//   connection_name=TEXT        shown by rabbitmqctl list_connections (default babelqueue-cpp)
+//   connect_timeout=DURATION    TCP + TLS + AMQP handshake, 1ms to 1h (default 10s)
+//   publish_timeout=DURATION    how long publish() waits for the broker's confirm,
+//                               across reconnects, 1ms to 24h (default 30s)
+//   confirm=true|false          publisher confirms (default true)
+//   max_in_flight=N             unconfirmed messages on the wire, 1 to 1000000 (default 1024)
+//   prefetch=N                  QoS per consumer, 0 to 65535; 0 (default) = auto_prefetch()
+//                               of the first receive() on that queue
+//   queue_type=classic|quorum   quorum declares x-queue-type=quorum (default classic)
+//   reconnect_min=DURATION      first pause before a reconnect, 1ms to 1h (default 100ms)
+//   reconnect_max=DURATION      longest pause, 1ms to 1h (default 10s)
+//   tls_ca=PATH tls_cert=PATH tls_key=PATH tls_server_name=NAME tls_verify=true|false
+//                               (tls_options.hpp; amqps:// only, but tls_verify is
+//                               accepted on amqp:// too). The older spellings cacert,
+//                               cert, key and verify stay accepted.
 // Unknown parameters are errors, so a misspelt one is never silently ignored.
 //
 // Binding (SPEC.md §5): default exchange, routing key = queue, durable queues
@@ -38,10 +41,16 @@
 //     prefetch), never basic.get polling; ack is basic.ack, release is
 //     basic.nack with requeue, a delayed release or publish goes through a
 //     per-delay bucket queue (message TTL + dead-letter back to the queue).
-//   - After a dropped connection the transport reconnects with exponential
-//     backoff and jitter, re-declares its queues and consumers; deliveries of
-//     the lost channel are never acked on the new one (the broker requeued
-//     them): settling them answers Errc::not_found.
+//   - After a dropped connection the transport reconnects with
+//     Options::reconnect_backoff (exponential, with jitter), re-declares its
+//     queues and consumers; deliveries of the lost channel are never acked
+//     on the new one (the broker requeued them): settling them answers
+//     Errc::not_found.
+//   - Options::log hears of the first connect, lost connections, failed
+//     reconnect attempts with the next pause, reconnects, and a close that
+//     gives up reconnecting. Lines name the broker by scheme://host:port and
+//     vhost, never by credentials; the sink is never called under the
+//     transport's lock.
 //
 // Thread-safety: all methods are thread-safe. One I/O thread owns the
 // rabbitmq-c connection (rabbitmq-c connections are not thread-safe): every
@@ -50,7 +59,10 @@
 // continuously by that thread.
 #pragma once
 
+#include <babelqueue/backoff.hpp>
+#include <babelqueue/log_sink.hpp>
 #include <babelqueue/result.hpp>
+#include <babelqueue/tls_options.hpp>
 #include <babelqueue/transport.hpp>
 #include <babelqueue/url.hpp>
 
@@ -71,11 +83,9 @@ class Transport final : public babelqueue::Transport {
     std::string user = "guest";
     std::string password = "guest";
     std::string vhost = "/";
-    bool tls = false;
-    std::string ca_cert;      // PEM file; empty = system trust store
-    std::string client_cert;  // PEM file, with client_key
-    std::string client_key;
-    bool verify_peer = true;  // certificate chain and host name
+    // tls.enabled is amqps://. verify checks the certificate chain and the
+    // host (or tls.server_name) against the certificate's names.
+    TlsOptions tls;
     std::chrono::seconds heartbeat{30};
     std::string connection_name = "babelqueue-cpp";
     std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
@@ -84,8 +94,12 @@ class Transport final : public babelqueue::Transport {
     std::size_t max_in_flight = 1024;
     std::uint16_t prefetch = 0;  // 0 = rabbitmq::auto_prefetch(the first receive()'s max)
     QueueType queue_type = QueueType::classic;
-    std::chrono::milliseconds reconnect_min{100};
-    std::chrono::milliseconds reconnect_max{std::chrono::seconds(10)};
+    // The pause before reconnect attempt n is reconnect_backoff.delay_for(n);
+    // URL reconnect_min and reconnect_max set its initial and max.
+    BackoffPolicy reconnect_backoff{std::chrono::milliseconds(100), 2.0, std::chrono::seconds(10), 0.25};
+    // Connects, lost connections, failed reconnect attempts, reconnects and
+    // give-ups (from the I/O thread too); an empty function silences them.
+    LogSink log = stderr_log_sink();
   };
 
   // Connects (so bad credentials, a wrong CA or an unreachable host are

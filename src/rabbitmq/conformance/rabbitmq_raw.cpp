@@ -42,11 +42,12 @@ Result<Client> Client::connect(const std::string& url_text) {
   auto options = rabbitmq::Transport::options_from_url(*url);
   if (!options) return unexpected(options.error());
   amqp_connection_state_t conn = amqp_new_connection();
-  amqp_socket_t* socket = options->tls ? amqp_ssl_socket_new(conn) : amqp_tcp_socket_new(conn);
-  if (options->tls) {
-    if (!options->ca_cert.empty()) amqp_ssl_socket_set_cacert(socket, options->ca_cert.c_str());
-    amqp_ssl_socket_set_verify_peer(socket, options->verify_peer ? 1 : 0);
-    amqp_ssl_socket_set_verify_hostname(socket, options->verify_peer ? 1 : 0);
+  const TlsOptions& tls = options->tls;
+  amqp_socket_t* socket = tls.enabled ? amqp_ssl_socket_new(conn) : amqp_tcp_socket_new(conn);
+  if (tls.enabled) {
+    if (!tls.ca_file.empty()) amqp_ssl_socket_set_cacert(socket, tls.ca_file.c_str());
+    amqp_ssl_socket_set_verify_peer(socket, tls.verify ? 1 : 0);
+    amqp_ssl_socket_set_verify_hostname(socket, tls.verify ? 1 : 0);
   }
   timeval timeout{10, 0};
   if (const int status = amqp_socket_open_noblock(socket, options->host.c_str(), options->port, &timeout);

@@ -28,7 +28,7 @@ struct Message {
 
 class Client {
  public:
-  // url: amqp:// or amqps:// (cacert= and verify= are honoured).
+  // url: amqp:// or amqps:// (its tls_ca and tls_verify, or cacert and verify, are honoured).
   static Result<Client> connect(const std::string& url);
   Client(Client&& other) noexcept;
   Client& operator=(Client&&) = delete;
