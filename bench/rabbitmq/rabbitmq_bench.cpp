@@ -17,6 +17,8 @@
 // (URL default: $BABELQUEUE_URL, else amqp://guest:guest@127.0.0.1:5672/%2F).
 // Each round runs every measurement once, raw and SDK interleaved; the
 // figures are the medians over the rounds (a shared machine is noisy).
+#include "../../src/rabbitmq/consumers.hpp"
+
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/url.hpp>
@@ -378,7 +380,7 @@ int main(int argc, char** argv) {
     // The consume figures read queues filled beforehand (outside the clock).
     // The QoS the SDK's consumers get: the URL's prefetch, else its auto
     // value (the first receive asks for 16 / threads: 128 either way).
-    const std::uint16_t prefetch = options->prefetch != 0 ? options->prefetch : bq::rabbitmq::auto_prefetch(16);
+    const std::uint16_t prefetch = options->prefetch != 0 ? options->prefetch : bq::rabbitmq::detail::auto_prefetch(16);
     auto filled = [&](const char* role) {
       queues.push_back(std::string("bench-") + role + "-" + tag);
       fill(*transport, queues.back(), body, config.messages);

@@ -173,11 +173,11 @@ void ConsumerChannel::drop(const Locked& locked) {
   queues_.clear();
 }
 
-}  // namespace detail
-
 std::uint16_t auto_prefetch(std::size_t first_receive_max) {
   return static_cast<std::uint16_t>(
-      std::clamp<std::size_t>(detail::kAutoPrefetchFactor * first_receive_max, detail::kMinAutoPrefetch, 65535));
+      std::clamp<std::size_t>(kAutoPrefetchFactor * first_receive_max, kMinAutoPrefetch, 65535));
 }
+
+}  // namespace detail
 
 }  // namespace babelqueue::rabbitmq

@@ -74,4 +74,10 @@ class ConsumerChannel {
   std::uint64_t generation_ = 1;
 };
 
+// The QoS prefetch a consumer gets when Options::prefetch is 0, from the max
+// of the first receive() on its queue (the worker's prefetch, itself at
+// least its concurrency): eight times that, at least 128, so the broker
+// keeps pushing while the caller holds one batch and its handlers run another.
+std::uint16_t auto_prefetch(std::size_t first_receive_max);
+
 }  // namespace babelqueue::rabbitmq::detail

@@ -80,12 +80,10 @@ amqp_table_t bucket_table(const BucketArguments& arguments, std::vector<amqp_tab
   return amqp_table_t{static_cast<int>(entries.size()), entries.data()};
 }
 
-}  // namespace detail
-
-std::chrono::milliseconds delay_bucket(std::chrono::milliseconds delay) { return detail::bucket_of(delay); }
-
 std::string delay_bucket_queue(std::string_view queue, std::chrono::milliseconds delay) {
-  return detail::bucket_queue_name(queue, detail::bucket_of(delay));
+  return bucket_queue_name(queue, bucket_of(delay));
 }
+
+}  // namespace detail
 
 }  // namespace babelqueue::rabbitmq

@@ -74,4 +74,10 @@ class KnownBuckets {
 // the table, entries is its storage.
 amqp_table_t bucket_table(const BucketArguments& arguments, std::vector<amqp_table_entry_t>& entries);
 
+// The name of the delay bucket queue holding queue's messages delayed by
+// delay: "<queue>.delay.<ms>" with the delay rounded up to two significant
+// digits (bucket_of: at most 10% late), so retries with jittered backoff
+// share a few buckets instead of creating one queue per value.
+std::string delay_bucket_queue(std::string_view queue, std::chrono::milliseconds delay);
+
 }  // namespace babelqueue::rabbitmq::detail

@@ -108,7 +108,7 @@ class rabbitmq::Transport::State {
     if (opened.second) {
       // The QoS is fixed when the consumer starts: sized from this first
       // receive's max, which is the worker's prefetch (see auto_prefetch).
-      consumer.prefetch = options_.prefetch != 0 ? options_.prefetch : rabbitmq::auto_prefetch(max);
+      consumer.prefetch = options_.prefetch != 0 ? options_.prefetch : rabbitmq::detail::auto_prefetch(max);
       locked.wake_io();
     }
     ++consumer.waiting;

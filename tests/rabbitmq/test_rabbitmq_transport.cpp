@@ -1,6 +1,8 @@
 // RabbitMQ transport integration tests against the real broker. What the
 // broker holds is read back with a plain rabbitmq-c client (rabbitmq_raw.hpp),
 // never from the transport's own structures.
+#include "../../src/rabbitmq/consumers.hpp"
+#include "../../src/rabbitmq/delay_buckets.hpp"
 #include "rabbitmq_raw.hpp"
 #include "rabbitmq_test_env.hpp"
 
@@ -165,7 +167,7 @@ TEST(RabbitmqTransport, AnUnroutableMessageIsAnErrorNotASilentDrop) {
 TEST(RabbitmqTransport, ADelayedPublishWaitsInItsBucketQueueThenArrives) {
   auto transport = rmq::open_url(rmq::url());
   const std::string queue = rmq::unique_queue("delay");
-  const std::string bucket = bq::rabbitmq::delay_bucket_queue(queue, 1500ms);
+  const std::string bucket = bq::rabbitmq::detail::delay_bucket_queue(queue, 1500ms);
   EXPECT_EQ(bucket, queue + ".delay.1500");
   bq::PublishOptions delayed;
   delayed.delay = 1500ms;
@@ -185,9 +187,9 @@ TEST(RabbitmqTransport, ADelayedPublishWaitsInItsBucketQueueThenArrives) {
   EXPECT_EQ(received->front().headers.at("traceparent"), delayed.headers.at("traceparent"));
   EXPECT_FALSE(received->front().headers.contains("x-death")) << "broker bookkeeping is not an application header";
   ASSERT_TRUE(transport->ack(received->front()));
-  EXPECT_EQ(bq::rabbitmq::delay_bucket(1234ms), 1300ms);
-  EXPECT_EQ(bq::rabbitmq::delay_bucket(45678ms), 46000ms);
-  EXPECT_EQ(bq::rabbitmq::delay_bucket(99ms), 99ms);
+  EXPECT_EQ(bq::rabbitmq::detail::bucket_of(1234ms), 1300ms);
+  EXPECT_EQ(bq::rabbitmq::detail::bucket_of(45678ms), 46000ms);
+  EXPECT_EQ(bq::rabbitmq::detail::bucket_of(99ms), 99ms);
 }
 
 TEST(RabbitmqTransport, ReleaseRequeuesAndADelayedReleaseGoesThroughItsBucket) {
@@ -203,7 +205,7 @@ TEST(RabbitmqTransport, ReleaseRequeuesAndADelayedReleaseGoesThroughItsBucket) {
   EXPECT_EQ(second->front().body, body);
   ASSERT_TRUE(transport->release(second->front(), 800ms));
   Client client = raw_client();
-  EXPECT_EQ(*client.count(bq::rabbitmq::delay_bucket_queue(queue, 800ms)), 1);
+  EXPECT_EQ(*client.count(bq::rabbitmq::detail::delay_bucket_queue(queue, 800ms)), 1);
   auto stale = transport->ack(second->front());
   ASSERT_FALSE(stale);
   EXPECT_EQ(stale.error().code(), bq::Errc::not_found);
@@ -302,9 +304,9 @@ TEST(RabbitmqTransport, TheConsumerPrefetchIsSizedFromTheWorker) {
   const std::string fixed_queue = rmq::unique_queue("qos-fixed");
   ASSERT_TRUE(fixed->receive(fixed_queue, 100, 100ms));
   EXPECT_EQ(prefetch_of(fixed_queue), 7);
-  EXPECT_EQ(bq::rabbitmq::auto_prefetch(1), 128);
-  EXPECT_EQ(bq::rabbitmq::auto_prefetch(16), 128);
-  EXPECT_EQ(bq::rabbitmq::auto_prefetch(24), 192);
+  EXPECT_EQ(bq::rabbitmq::detail::auto_prefetch(1), 128);
+  EXPECT_EQ(bq::rabbitmq::detail::auto_prefetch(16), 128);
+  EXPECT_EQ(bq::rabbitmq::detail::auto_prefetch(24), 192);
   Client client = raw_client();
   ASSERT_TRUE(client.delete_queue(worker_queue));
   ASSERT_TRUE(client.delete_queue(fixed_queue));

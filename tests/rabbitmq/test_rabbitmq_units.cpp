@@ -303,8 +303,8 @@ TEST(RabbitmqDelayBuckets, NoDelayBelowOneMillisecondAndNoneAboveTheTtlLimit) {
 
 TEST(RabbitmqDelayBuckets, ABucketQueueIsNamedAfterItsQueueAndBucket) {
   EXPECT_EQ(rd::bucket_queue_name("orders", 1300ms), "orders.delay.1300");
-  EXPECT_EQ(bq::rabbitmq::delay_bucket_queue("orders", 1234ms), "orders.delay.1300");
-  EXPECT_EQ(bq::rabbitmq::delay_bucket(1234ms), 1300ms);
+  EXPECT_EQ(bq::rabbitmq::detail::delay_bucket_queue("orders", 1234ms), "orders.delay.1300");
+  EXPECT_EQ(bq::rabbitmq::detail::bucket_of(1234ms), 1300ms);
   EXPECT_EQ(rd::bucket_target("orders.delay.1300"), "orders");
   EXPECT_EQ(rd::bucket_target("a.delay.b.delay.100"), "a.delay.b") << "the last .delay. ends the queue's name";
   EXPECT_EQ(rd::bucket_target("orders"), "orders");
@@ -749,9 +749,9 @@ TEST(RabbitmqConsumers, ADeliveryCarriesTheApplicationsHeadersOnly) {
 }
 
 TEST(RabbitmqConsumers, AutoPrefetchIsEightTimesTheFirstReceiveWithinLimits) {
-  EXPECT_EQ(bq::rabbitmq::auto_prefetch(1), 128);
-  EXPECT_EQ(bq::rabbitmq::auto_prefetch(24), 192);
-  EXPECT_EQ(bq::rabbitmq::auto_prefetch(100000), 65535);
+  EXPECT_EQ(bq::rabbitmq::detail::auto_prefetch(1), 128);
+  EXPECT_EQ(bq::rabbitmq::detail::auto_prefetch(24), 192);
+  EXPECT_EQ(bq::rabbitmq::detail::auto_prefetch(100000), 65535);
 }
 
 // ---- Shared state ---------------------------------------------------------

@@ -14,7 +14,7 @@
 //                               across reconnects, 1ms to 24h (default 30s)
 //   confirm=true|false          publisher confirms (default true)
 //   max_in_flight=N             unconfirmed messages on the wire, 1 to 1000000 (default 1024)
-//   prefetch=N                  QoS per consumer, 0 to 65535; 0 (default) = auto_prefetch()
+//   prefetch=N                  QoS per consumer, 0 to 65535; 0 (default) = 8 x the first receive's max, at least 128
 //                               of the first receive() on that queue
 //   queue_type=classic|quorum   quorum declares x-queue-type=quorum (default classic)
 //   reconnect_min=DURATION      first pause before a reconnect, 1ms to 1h (default 100ms)
@@ -92,7 +92,7 @@ class Transport final : public babelqueue::Transport {
     std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};
     bool confirm = true;
     std::size_t max_in_flight = 1024;
-    std::uint16_t prefetch = 0;  // 0 = rabbitmq::auto_prefetch(the first receive()'s max)
+    std::uint16_t prefetch = 0;  // 0 = eight times the first receive()'s max, at least 128
     QueueType queue_type = QueueType::classic;
     // The pause before reconnect attempt n is reconnect_backoff.delay_for(n);
     // URL reconnect_min and reconnect_max set its initial and max.
@@ -141,19 +141,6 @@ class Transport final : public babelqueue::Transport {
 // Registers the amqp:// and amqps:// schemes with open_transport(). Call it
 // once, from any thread; calling it again is harmless.
 void register_transport();
-
-// The name of the delay bucket queue holding queue's messages delayed by
-// delay: "<queue>.delay.<ms>" with the delay rounded up to two significant
-// digits (at most 10% late), so retries with jittered backoff share a few
-// buckets instead of creating one queue per value.
-std::string delay_bucket_queue(std::string_view queue, std::chrono::milliseconds delay);
-std::chrono::milliseconds delay_bucket(std::chrono::milliseconds delay);
-
-// The QoS prefetch a consumer gets when Options::prefetch is 0, from the max
-// of the first receive() on its queue (the worker's prefetch, itself at
-// least its concurrency): eight times that, at least 128, so the broker
-// keeps pushing while the caller holds one batch and its handlers run another.
-std::uint16_t auto_prefetch(std::size_t first_receive_max);
 
 // The options by their short name: babelqueue::rabbitmq::Options.
 using Options = Transport::Options;
