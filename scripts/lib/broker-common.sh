@@ -199,7 +199,7 @@ EOF
   mv "$work/pom.xml" "$dest/pom.xml"
   rm -rf "$work"
   date -u +%Y-%m-%dT%H:%M:%SZ >"$dest/.complete"
-  bq_log "fetched $(find "$dest/libs" -name '*.jar' | wc -l) jars into $dest/libs"
+  bq_log "fetched $(find "$dest/libs" -type f | wc -l) files into $dest/libs"
 }
 
 # ---------------------------------------------------------------------------

@@ -7,10 +7,11 @@
 # For each broker (default: every one `scripts/broker list` prints): url ->
 # start (URL is the only and last stdout line) -> status running ->
 # loopback-only listeners -> the broker answers -> start again (idempotent,
-# same pid) -> stop -> status stopped (exit 3) -> stop again. Redis also checks
-# that data survives a stop/start (AOF) and both Redis and RabbitMQ check their
-# TLS port. A broker this test has no specific checks for gets the generic
-# ones: a URL on 127.0.0.1, its first port open.
+# same pid) -> stop -> status stopped (exit 3) -> stop again. Redis and
+# Artemis also check that data survives a stop/start, Redis, RabbitMQ and
+# Artemis check their TLS port, and Artemis that it listens on no other port
+# and refuses a wrong password. A broker this test has no specific checks for
+# gets the generic ones: a URL on 127.0.0.1, its first port open.
 #
 # By default the test runs in isolation: its own temporary state directory
 # and every broker's default ports shifted by BQ_TEST_PORT_OFFSET (default
@@ -76,6 +77,7 @@ url_regex() {
     rabbitmq) echo '^amqp://guest:guest@127\.0\.0\.1:[0-9]+/(%2F)?$' ;;
     kafka) echo '^kafka://127\.0\.0\.1:[0-9]+$' ;;
     sqs) echo '^sqs://us-east-1\?endpoint=http://127\.0\.0\.1:[0-9]+$' ;;
+    artemis) echo '^artemis://admin:admin@127\.0\.0\.1:[0-9]+$' ;;
     *) echo '^[a-z0-9+]+://.*127\.0\.0\.1:[0-9]+' ;;
   esac
 }
@@ -110,6 +112,14 @@ answers() {
         [[ "$(head -c 1 <&3 | od -An -tu1 | tr -d " \n")" == 1 ]]' _ "$port" ;;
     kafka)
       port_open "$port" ;;
+    artemis)
+      # AMQP 1.0: the SASL protocol header is answered by the same header,
+      # then a sasl-mechanisms frame (SASL frame type 1, descriptor 0x40).
+      timeout 5 bash -c '
+        exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+        printf "AMQP\x03\x01\x00\x00" >&3
+        reply="$(head -c 19 <&3 | od -An -tx1 | tr -d " \n")"
+        [[ "$reply" == 414d515003010000????????02010000005340 ]]' _ "$port" ;;
     sqs)
       curl -s --max-time 5 -X POST "http://127.0.0.1:$port/" \
         -H 'Content-Type: application/x-amz-json-1.0' -H 'X-Amz-Target: AmazonSQS.ListQueues' \
@@ -127,6 +137,21 @@ tls_handshake() {
 }
 
 info_value() { "$BROKER" info "$1" 2>/dev/null | sed -n "s/^$2=//p"; }
+
+# The Artemis CLI of the broker's instance, against its port, as its user.
+artemis_cli() {
+  local command="$1"; shift
+  timeout 60 "$(info_value artemis artemis)" "$command" --url "$(info_value artemis cli_url)" \
+    --user "$(info_value artemis user)" --password "$(info_value artemis password)" "$@" >/dev/null 2>&1
+}
+
+# artemis_queue_count QUEUE N: the queue holds N messages.
+artemis_queue_count() {
+  local out
+  out="$(timeout 60 "$(info_value artemis artemis)" queue stat --url "$(info_value artemis cli_url)" \
+    --user "$(info_value artemis user)" --password "$(info_value artemis password)" --queueName "$1" 2>/dev/null)"
+  awk -F'|' -v q="$1" '{ gsub(/ /, "", $2); gsub(/ /, "", $5) } $2 == q { print $5 }' <<<"$out" | grep -qx "$2"
+}
 
 status_pid() { sed -n 's/.*(pid \([0-9]*\)).*/\1/p' <<<"$1"; }
 
@@ -163,7 +188,7 @@ test_broker() {
   check "$name: answers on port $port" answers "$name" "$port"
 
   case "$name" in
-    redis|rabbitmq)
+    redis|rabbitmq|artemis)
       local tls_port ca
       tls_port="$(info_value "$name" tls_port)"
       ca="$(info_value "$name" tls_ca)"
@@ -175,6 +200,17 @@ test_broker() {
   esac
   if [[ "$name" == redis ]]; then
     check "redis: write a key" test "$(timeout 5 redis-cli -p "$port" set bq:test:persist yes 2>/dev/null)" = OK
+  fi
+  if [[ "$name" == artemis ]]; then
+    local tls_port expected listening
+    tls_port="$(info_value artemis tls_port)"
+    expected="$(printf '%s\n' "$port" "$tls_port" | grep -v '^0$' | sort -n | tr '\n' ' ')"
+    listening="$(ss -Hltnup 2>/dev/null | grep "pid=$pid," | awk '{print $5}' | sed 's/.*://' | sort -un | tr '\n' ' ')"
+    check "artemis: the broker listens on its ports only ($listening)" test "$listening" = "$expected"
+    check "artemis: a wrong password is refused" bash -c '! python3 "$1" 127.0.0.1 "$2" --user admin --password wrong 2>/dev/null' \
+      _ "$HERE/../../scripts/lib/broker-artemis-probe.py" "$port"
+    check "artemis: send a durable message" artemis_cli producer --destination queue://bq.test.persist \
+      --message-count 1
   fi
 
   t0=$SECONDS
@@ -200,6 +236,12 @@ test_broker() {
     check "redis: restart after stop exits 0" test "$rc" -eq 0
     check "redis: data survived stop/start (AOF)" test "$(timeout 5 redis-cli -p "$port" get bq:test:persist 2>/dev/null)" = yes
     "$BROKER" stop redis >/dev/null 2>&1
+  fi
+  if [[ "$name" == artemis ]]; then
+    out="$("$BROKER" start artemis 2>/dev/null)"; rc=$?
+    check "artemis: restart after stop exits 0" test "$rc" -eq 0
+    check "artemis: the durable message survived stop/start" artemis_queue_count bq.test.persist 1
+    "$BROKER" stop artemis >/dev/null 2>&1
   fi
   if [[ "$name" == rabbitmq ]]; then
     local epmd_port
