@@ -367,7 +367,11 @@ bq_assert_loopback() {
 # TLS material: a private CA plus a server and a client certificate.
 # ---------------------------------------------------------------------------
 # bq_gen_tls DIR: creates DIR/{ca.crt,ca.key,server.crt,server.key,client.crt,
-# client.key} once (server cert for localhost and 127.0.0.1).
+# client.key} once (server cert for localhost and 127.0.0.1). 127.0.0.1 is in
+# the subject alternative names twice: as an IP address, which OpenSSL, Python
+# and Go check, and as a DNS name, because qpid-proton's peer-name check (the
+# AMQP 1.0 clients) compares the host with DNS names only, never with an IP
+# address entry.
 bq_gen_tls() {
   local dir="$1" f
   local all=(ca.crt ca.key server.crt server.key client.crt client.key)
@@ -391,7 +395,7 @@ bq_gen_tls() {
     printf '%s\n' "basicConstraints=CA:FALSE" \
       "keyUsage=critical,digitalSignature,keyEncipherment" \
       "extendedKeyUsage=serverAuth" \
-      "subjectAltName=DNS:localhost,IP:127.0.0.1" >server.ext
+      "subjectAltName=DNS:localhost,DNS:127.0.0.1,IP:127.0.0.1" >server.ext
     openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -set_serial "0x$(openssl rand -hex 16)" \
       -days 3650 -sha256 -extfile server.ext -out server.crt
     openssl req -newkey rsa:2048 -nodes -sha256 -keyout client.key -out client.csr \
