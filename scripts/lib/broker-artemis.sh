@@ -233,10 +233,10 @@ bq_artemis_write_conf() {
             <auto-create-addresses>true</auto-create-addresses>
             <auto-delete-queues>false</auto-delete-queues>
             <auto-delete-addresses>false</auto-delete-addresses>
-            <!-- Artemis's own dead-lettering (its defaults, spelled out): the 10th
-                 delivery that ends without an ack (counted only for released messages
-                 whose outcome is modified with delivery-failed=true) moves the message
-                 to the address DLQ. -->
+            <!-- Artemis's own dead-lettering (its defaults, spelled out): after 10 failed
+                 deliveries the message moves to the address DLQ. Only a delivery settled
+                 as modified with delivery-failed=true counts as failed; released, modified
+                 without it, and an unsettled delivery on a closed connection do not. -->
             <max-delivery-attempts>10</max-delivery-attempts>
             <dead-letter-address>DLQ</dead-letter-address>
             <auto-create-dead-letter-resources>false</auto-create-dead-letter-resources>
