@@ -11,6 +11,20 @@ function(bq_find_dependency package)
     set(${package}_FOUND TRUE PARENT_SCOPE)
     return()
   endif()
+  # A package Debian ships without a usable CMake config or pkg-config file
+  # has a finder of its own below, bq_find_<package>().
+  if(COMMAND bq_find_${package})
+    cmake_language(CALL bq_find_${package} ${ARG_TARGET})
+    if(TARGET ${ARG_TARGET})
+      set(${package}_FOUND TRUE PARENT_SCOPE)
+      return()
+    endif()
+    if(ARG_REQUIRED)
+      message(FATAL_ERROR "${package} not found. Run scripts/setup to install the Debian packages the build needs.")
+    endif()
+    set(${package}_FOUND FALSE PARENT_SCOPE)
+    return()
+  endif()
   # A find module (CMake's FindOpenSSL, FindCURL, FindThreads...) or a
   # package config, whichever CMake finds first.
   find_package(${package} QUIET)
@@ -41,4 +55,22 @@ function(bq_find_dependency package)
     message(FATAL_ERROR "${package} not found (neither a CMake config nor pkg-config '${ARG_PKG}'). "
                         "Run scripts/setup to install the Debian packages the build needs.")
   endif()
+endfunction()
+
+# qpid-proton C++ (Debian: libqpid-proton-cpp12-dev): its pkg-config file names
+# a library that does not exist and it has no CMake config. The target links
+# the C++ binding and the core C library it is built on, never the
+# all-in-one libqpid-proton as well, which would load a second copy of the
+# C library.
+function(bq_find_QpidProton target)
+  find_path(BQ_QPID_PROTON_INCLUDE_DIR proton/container.hpp)
+  find_library(BQ_QPID_PROTON_CPP_LIBRARY NAMES qpid-proton-cpp)
+  find_library(BQ_QPID_PROTON_CORE_LIBRARY NAMES qpid-proton-core libqpid-proton-core.so.10)
+  if(NOT BQ_QPID_PROTON_INCLUDE_DIR OR NOT BQ_QPID_PROTON_CPP_LIBRARY OR NOT BQ_QPID_PROTON_CORE_LIBRARY)
+    return()
+  endif()
+  add_library(${target} INTERFACE IMPORTED GLOBAL)
+  set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${BQ_QPID_PROTON_INCLUDE_DIR}"
+                                             INTERFACE_LINK_LIBRARIES
+                                             "${BQ_QPID_PROTON_CPP_LIBRARY};${BQ_QPID_PROTON_CORE_LIBRARY}")
 endfunction()

@@ -49,7 +49,9 @@ endforeach()
 set(BQ_CONFIG_COMPONENT_DEPS "")
 foreach(component IN LISTS BQ_COMPONENTS)
   get_property(deps GLOBAL PROPERTY BABELQUEUE_COMPONENT_DEPS_${component})
+  get_property(components GLOBAL PROPERTY BABELQUEUE_COMPONENT_COMPONENTS_${component})
   string(APPEND BQ_CONFIG_COMPONENT_DEPS "set(_bq_deps_${component} \"${deps}\")\n")
+  string(APPEND BQ_CONFIG_COMPONENT_DEPS "set(_bq_components_${component} \"${components}\")\n")
 endforeach()
 
 configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/BabelQueueConfig.cmake.in"

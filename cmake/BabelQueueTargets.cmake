@@ -37,10 +37,12 @@ endfunction()
 
 # Marks a library as an installable component of the BabelQueue package.
 #   DEPS: "<cmake package>|<imported target>|<pkg-config module>" entries the
-#         installed package must find again; PC_REQUIRES: pkg-config modules.
+#         installed package must find again; PC_REQUIRES: pkg-config modules;
+#   COMPONENTS: other components of the package it links (loaded first).
 function(bq_install_component name)
-  cmake_parse_arguments(ARG "" "" "DEPS;PC_REQUIRES;PC_LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "DEPS;PC_REQUIRES;PC_LIBS;COMPONENTS" ${ARGN})
   set_property(GLOBAL APPEND PROPERTY BABELQUEUE_COMPONENTS ${name})
+  set_property(GLOBAL PROPERTY BABELQUEUE_COMPONENT_COMPONENTS_${name} "${ARG_COMPONENTS}")
   set_property(GLOBAL PROPERTY BABELQUEUE_COMPONENT_DEPS_${name} "${ARG_DEPS}")
   string(JOIN ", " requires ${ARG_PC_REQUIRES})
   set_property(GLOBAL PROPERTY BABELQUEUE_PC_REQUIRES_${name} "${requires}")

@@ -1,0 +1,52 @@
+// What proton's C++ objects do not offer, done on the C objects beneath them:
+// modified{delivery-failed=true} (proton::delivery::modify() sends
+// delivery-failed=false, and Artemis counts a delivery only with true) and
+// the receiver's rcv-settle-mode second (receiver_options cannot set it).
+//
+// The C handle sits behind proton::internal::object's protected pn_object();
+// a pointer to that member, formed in a derived class as the access rules
+// allow, reads it from any object of the base type.
+//
+// Thread-safety: like the proton objects themselves, the container's thread
+// only.
+#pragma once
+
+#include <proton/delivery.h>
+#include <proton/delivery.hpp>
+#include <proton/disposition.h>
+#include <proton/link.h>
+#include <proton/receiver.hpp>
+
+namespace babelqueue::amqp10::detail {
+
+template <class Wrapper, class C>
+struct CHandle : Wrapper {
+  static C* of(const Wrapper& object) {
+    C* (proton::internal::object<C>::*get)() const = &CHandle::pn_object;
+    return (object.*get)();
+  }
+};
+
+inline pn_delivery_t* c_delivery(const proton::delivery& d) {
+  return CHandle<proton::delivery, pn_delivery_t>::of(d);
+}
+
+inline pn_link_t* c_link(const proton::receiver& r) { return CHandle<proton::receiver, pn_link_t>::of(r); }
+
+// Settles d with modified{delivery-failed=true[, undeliverable-here]}.
+inline void settle_modified_failed(const proton::delivery& d, bool undeliverable_here) {
+  pn_delivery_t* c = c_delivery(d);
+  pn_disposition_t* local = pn_delivery_local(c);
+  pn_disposition_set_failed(local, true);
+  pn_disposition_set_undeliverable(local, undeliverable_here);
+  pn_delivery_update(c, PN_MODIFIED);
+  pn_delivery_settle(c);
+}
+
+// Asks for rcv-settle-mode second; call right after open_receiver, before
+// the attach frame leaves (the container's thread sends it later).
+inline void request_receiver_settles_second(const proton::receiver& r) {
+  pn_link_set_rcv_settle_mode(c_link(r), PN_RCV_SECOND);
+}
+
+}  // namespace babelqueue::amqp10::detail

@@ -1,0 +1,823 @@
+#include "client.hpp"
+
+#include "c_handles.hpp"
+
+#include <babelqueue/error.hpp>
+#include <babelqueue/uuid.hpp>
+
+#include <proton/connection.hpp>
+#include <proton/connection_options.hpp>
+#include <proton/container.hpp>
+#include <proton/delivery.hpp>
+#include <proton/error_condition.hpp>
+#include <proton/messaging_handler.hpp>
+#include <proton/receiver.hpp>
+#include <proton/receiver_options.hpp>
+#include <proton/sender.hpp>
+#include <proton/sender_options.hpp>
+#include <proton/source_options.hpp>
+#include <proton/ssl.hpp>
+#include <proton/target_options.hpp>
+#include <proton/tracker.hpp>
+#include <proton/transport.hpp>
+#include <proton/work_queue.hpp>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+namespace babelqueue::amqp10 {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How often the container's thread checks its deadlines (Impl::tick()).
+const proton::duration kTick(100);
+
+std::string describe(const proton::error_condition& e) {
+  if (!e) return "no error condition";
+  std::string text = e.name();
+  if (!e.description().empty()) text += ": " + e.description();
+  return text;
+}
+
+// What a connection or link failure means to the caller.
+ErrorInfo classify(const proton::error_condition& e, std::string_view where) {
+  const std::string name = e.name();
+  const std::string text = std::string(where) + ": " + describe(e);
+  if (name == "amqp:unauthorized-access") return ErrorInfo{Errc::auth, text + " (credentials refused)"};
+  if (e.description().find("SSL") != std::string::npos || e.description().find("certificate") != std::string::npos) {
+    return ErrorInfo{Errc::auth, text + " (TLS handshake failed: check tls_ca and tls_server_name)"};
+  }
+  if (name == "amqp:not-found") return ErrorInfo{Errc::not_found, text};
+  if (name == "proton:io" || name == "amqp:connection:framing-error" || name.rfind("amqp:connection", 0) == 0 ||
+      name == "proton:io:timeout") {
+    return ErrorInfo{Errc::connection, text};
+  }
+  if (name.rfind("amqp:", 0) == 0) return ErrorInfo{Errc::broker, text};
+  return ErrorInfo{Errc::connection, text};
+}
+
+proton::error_condition remote_condition(const proton::transfer& t) {
+  pn_delivery_t* c = detail::CHandle<proton::transfer, pn_delivery_t>::of(t);
+  pn_condition_t* cond = pn_disposition_condition(pn_delivery_remote(c));
+  if (cond == nullptr || !pn_condition_is_set(cond)) return {};
+  const char* name = pn_condition_get_name(cond);
+  const char* description = pn_condition_get_description(cond);
+  return proton::error_condition(name ? name : "", description ? description : "");
+}
+
+std::vector<proton::symbol> symbols(const std::vector<std::string>& names) {
+  std::vector<proton::symbol> out;
+  out.reserve(names.size());
+  for (const auto& n : names) out.emplace_back(n);
+  return out;
+}
+
+}  // namespace
+
+// A send() call in progress. Guarded by Impl::mutex_.
+struct SendOp {
+  std::string address;
+  std::vector<proton::message> messages;
+  std::size_t sent = 0;       // handed to the link
+  std::size_t settled = 0;    // the peer answered (or the wire failed)
+  std::size_t confirmed = 0;  // answered accepted
+  std::size_t unknown = 0;    // on the wire when the connection dropped
+  std::optional<ErrorInfo> error;
+  bool abandoned = false;  // the caller gave up: send nothing more
+
+  bool finished() const { return settled == messages.size() || (abandoned && settled == sent); }
+};
+
+// One address's receiver: its buffer is shared with receive() callers.
+struct Inbound {
+  std::string address;
+  std::deque<Incoming> buffer;     // Impl::mutex_
+  std::optional<ErrorInfo> error;  // Impl::mutex_: the link failed; reported once
+  bool open = false;               // Impl::mutex_: attached (or being attached)
+  proton::receiver link;           // the container's thread only
+};
+
+class Client::Impl final : public proton::messaging_handler {
+ public:
+  explicit Impl(ConnectionOptions options)
+      : options_(std::move(options)),
+        container_(*this, options_.container_id.empty() ? "babelqueue-" + uuid_v4() : options_.container_id) {
+    container_.auto_stop(false);
+  }
+
+  ~Impl() override { close(std::chrono::seconds(5)); }
+
+  Result<void> start() {
+    thread_ = std::thread([this] {
+      try {
+        container_.run();
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mutex_);
+        last_error_ = ErrorInfo{Errc::internal, std::string("AMQP container stopped: ") + e.what()};
+        state_ = State::closed;
+        cv_.notify_all();
+      }
+    });
+    std::unique_lock lock(mutex_);
+    const bool settled = cv_.wait_for(lock, options_.connect_timeout + std::chrono::milliseconds(500), [&] {
+      return state_ == State::open || first_attempt_failed_ || state_ == State::closed;
+    });
+    if (state_ == State::open) return {};
+    (void)settled;
+    ErrorInfo error = last_error_.value_or(ErrorInfo{
+        Errc::timeout, "no AMQP connection to " + endpoint() + " within " +
+                           std::to_string(options_.connect_timeout.count()) + " ms"});
+    lock.unlock();
+    close(std::chrono::seconds(1));
+    return unexpected(std::move(error));
+  }
+
+  // ---- caller threads ----
+
+  Result<void> send(std::string_view address, std::vector<proton::message> messages,
+                    std::chrono::milliseconds timeout) {
+    if (messages.empty()) return {};
+    auto op = std::make_shared<SendOp>();
+    op->address = std::string(address);
+    op->messages = std::move(messages);
+    std::unique_lock lock(mutex_);
+    if (auto e = refuse_if_closed()) return unexpected(std::move(*e));
+    sends_.push_back(op);
+    post_drain_locked();
+    const bool done = cv_.wait_for(lock, timeout, [&] { return op->finished() || state_ == State::closed; });
+    if (op->settled == op->messages.size()) {
+      if (op->error) {
+        if (op->messages.size() == 1) return unexpected(*op->error);
+        return unexpected(op->error->code(), op->error->message() + " (" + std::to_string(op->confirmed) + " of " +
+                                                 std::to_string(op->messages.size()) + " messages were accepted)");
+      }
+      return {};
+    }
+    op->abandoned = true;
+    const std::size_t not_sent = op->messages.size() - op->sent;
+    const std::size_t unknown = op->sent - std::min(op->sent, op->settled) + op->unknown;
+    std::string text = done && state_ == State::closed ? "the AMQP client was closed" : "no disposition from the broker";
+    text += " for " + std::to_string(op->messages.size() - op->confirmed) + " of " +
+            std::to_string(op->messages.size()) + " messages to '" + op->address + "' within " +
+            std::to_string(timeout.count()) + " ms: " + std::to_string(not_sent) + " not sent, " +
+            std::to_string(unknown) + " with an unknown outcome (sent, unconfirmed)";
+    if (op->error) text += "; " + op->error->message();
+    return unexpected(ErrorInfo{state_ == State::closed ? Errc::closed : Errc::timeout, std::move(text)});
+  }
+
+  Result<std::vector<Incoming>> receive(std::string_view address, std::size_t max, std::chrono::milliseconds wait) {
+    std::unique_lock lock(mutex_);
+    if (auto e = refuse_if_closed()) return unexpected(std::move(*e));
+    auto it = inbound_.find(address);
+    if (it == inbound_.end()) {
+      auto in = std::make_shared<Inbound>();
+      in->address = std::string(address);
+      it = inbound_.emplace(in->address, in).first;
+    }
+    std::shared_ptr<Inbound> in = it->second;
+    if (!in->open) {
+      in->open = true;
+      opens_.push_back(in);
+      post_drain_locked();
+    }
+    cv_.wait_for(lock, wait, [&] { return !in->buffer.empty() || in->error || state_ == State::closed; });
+    if (state_ == State::closed) return unexpected(ErrorInfo{Errc::closed, "the AMQP client is closed"});
+    std::vector<Incoming> out;
+    if (in->buffer.empty() && in->error) {
+      ErrorInfo e = std::move(*in->error);
+      in->error.reset();
+      return unexpected(std::move(e));
+    }
+    const std::size_t n = std::min(max, in->buffer.size());
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      out.push_back(std::move(in->buffer.front()));
+      in->buffer.pop_front();
+    }
+    if (n > 0) {
+      topups_.insert(in->address);
+      post_drain_locked();
+    }
+    return out;
+  }
+
+  Result<void> settle(std::uint64_t id, Outcome outcome) {
+    std::lock_guard lock(mutex_);
+    if (auto e = refuse_if_closed()) return unexpected(std::move(*e));
+    if (held_.erase(id) == 0) {
+      return unexpected(ErrorInfo{Errc::not_found,
+                                  "the delivery is no longer held (settled already, or its connection dropped and "
+                                  "the broker delivers it again)"});
+    }
+    settlements_.emplace_back(id, std::move(outcome));
+    post_drain_locked();
+    return {};
+  }
+
+  bool connected() const {
+    std::lock_guard lock(mutex_);
+    return state_ == State::open;
+  }
+
+  void close(std::chrono::milliseconds deadline) {
+    {
+      std::unique_lock lock(mutex_);
+      if (state_ == State::closed || !thread_.joinable()) {
+        state_ = State::closed;
+        cv_.notify_all();
+      } else {
+        closing_ = true;
+        post_locked([this] { begin_close(); });
+        cv_.wait_for(lock, deadline, [&] { return state_ == State::closed; });
+        state_ = State::closed;
+        cv_.notify_all();
+      }
+    }
+    if (thread_.joinable()) {
+      container_.stop();
+      thread_.join();
+    }
+  }
+
+  // ---- the container's thread ----
+
+  void on_container_start(proton::container& c) override {
+    {
+      std::lock_guard lock(mutex_);
+      work_ = std::make_unique<proton::work_queue>(c);
+    }
+    connect_now();
+    work_->schedule(kTick, proton::work([this] { tick(); }));
+  }
+
+  void on_connection_open(proton::connection& c) override {
+    std::lock_guard lock(mutex_);
+    if (closing_) return;
+    connection_ = c;
+    connection_work_ = &c.work_queue();
+    connect_deadline_.reset();
+    state_ = State::open;
+    attempt_ = 0;
+    last_error_.reset();
+    if (reconnects_ > 0) log(LogLevel::info, "AMQP connection to " + endpoint() + " is back");
+    for (auto& [address, in] : inbound_) {
+      if (in->open) opens_.push_back(in);
+    }
+    post_drain_locked();
+    cv_.notify_all();
+  }
+
+  void on_transport_error(proton::transport& t) override {
+    lost(t.connection(), t.error(), "AMQP connection to " + endpoint());
+  }
+
+  void on_connection_error(proton::connection& c) override {
+    lost(c, c.error(), "AMQP connection to " + endpoint() + " closed by the broker");
+  }
+
+  void on_transport_close(proton::transport& t) override {
+    bool done = false;
+    {
+      std::lock_guard lock(mutex_);
+      done = closing_;
+    }
+    if (done) {
+      finish_close();
+    } else {
+      lost(t.connection(), proton::error_condition("proton:io", "connection closed"),
+           "AMQP connection to " + endpoint());
+    }
+  }
+
+  void on_connection_close(proton::connection&) override {
+    bool done = false;
+    {
+      std::lock_guard lock(mutex_);
+      done = closing_;
+    }
+    if (done) finish_close();
+  }
+
+  void on_sendable(proton::sender& s) override {
+    auto it = sender_address_.find(s);
+    if (it != sender_address_.end()) pump(it->second);
+  }
+
+  void on_sender_error(proton::sender& s) override { sender_failed(s, s.error()); }
+  void on_sender_close(proton::sender& s) override { sender_failed(s, s.error()); }
+
+  void on_receiver_error(proton::receiver& r) override { receiver_failed(r, r.error()); }
+  void on_receiver_close(proton::receiver& r) override { receiver_failed(r, r.error()); }
+
+  void on_message(proton::delivery& d, proton::message& m) override {
+    auto it = receivers_.find(d.receiver());
+    if (it == receivers_.end()) {
+      d.release();
+      return;
+    }
+    const std::uint64_t id = ++next_id_;
+    deliveries_.emplace(id, d);
+    Incoming incoming;
+    incoming.id = id;
+    incoming.tag = d.tag();
+    incoming.message = std::move(m);
+    std::lock_guard lock(mutex_);
+    held_.insert(id);
+    it->second->buffer.push_back(std::move(incoming));
+    cv_.notify_all();
+  }
+
+  void on_tracker_accept(proton::tracker& t) override { tracker_done(t, std::nullopt); }
+
+  void on_tracker_reject(proton::tracker& t) override {
+    tracker_done(t, ErrorInfo{Errc::broker, "the broker rejected the message: " + describe(remote_condition(t))});
+  }
+
+  void on_tracker_release(proton::tracker& t) override {
+    tracker_done(t, ErrorInfo{Errc::broker, "the broker released the message instead of accepting it"});
+  }
+
+  void on_tracker_settle(proton::tracker& t) override {
+    tracker_done(t, ErrorInfo{Errc::broker, "the broker settled the message without an outcome"});
+  }
+
+ private:
+  enum class State { connecting, open, reconnecting, closed };
+
+  std::string endpoint() const { return options_.host + ":" + std::to_string(options_.port); }
+
+  void log(LogLevel level, const std::string& text) const {
+    if (options_.log) options_.log(level, text);
+  }
+
+  std::optional<ErrorInfo> refuse_if_closed() const {
+    if (state_ == State::closed || closing_) return ErrorInfo{Errc::closed, "the AMQP client is closed"};
+    return std::nullopt;
+  }
+
+  // Runs fn on the container's thread. mutex_ held. Work for an open
+  // connection goes through the connection's own queue: proton writes what
+  // the work produced (frames) only after work that ran in the connection's
+  // context; the container's queue serves the gaps between connections.
+  void post_locked(std::function<void()> fn) {
+    if (connection_work_ != nullptr && connection_work_->add(proton::work(fn))) return;
+    if (work_) work_->add(proton::work(std::move(fn)));
+  }
+
+  void post_drain_locked() {
+    if (drain_posted_) return;
+    drain_posted_ = true;
+    post_locked([this] { drain(); });
+  }
+
+  proton::connection_options connection_options() const {
+    proton::connection_options o;
+    o.idle_timeout(proton::duration(options_.idle_timeout.count()));
+    o.sasl_enabled(true);
+    if (!options_.user.empty()) {
+      o.user(options_.user);
+      o.password(options_.password);
+      o.sasl_allowed_mechs("PLAIN");
+      // PLAIN over a plain socket is what the broker's acceptor offers; TLS
+      // protects the password where it is on.
+      o.sasl_allow_insecure_mechs(true);
+    } else {
+      o.sasl_allowed_mechs("ANONYMOUS");
+    }
+    const std::string& name = !options_.tls.server_name.empty() ? options_.tls.server_name : options_.virtual_host;
+    if (!name.empty()) o.virtual_host(name);
+    if (options_.tls.enabled) {
+      const auto mode = options_.tls.verify ? proton::ssl::VERIFY_PEER_NAME : proton::ssl::ANONYMOUS_PEER;
+      if (!options_.tls.cert_file.empty()) {
+        proton::ssl_certificate cert(options_.tls.cert_file, options_.tls.key_file);
+        o.ssl_client_options(proton::ssl_client_options(cert, options_.tls.ca_file, mode));
+      } else if (!options_.tls.ca_file.empty()) {
+        o.ssl_client_options(proton::ssl_client_options(options_.tls.ca_file, mode));
+      } else {
+        o.ssl_client_options(proton::ssl_client_options(mode));
+      }
+    }
+    return o;
+  }
+
+  void connect_now() {
+    {
+      std::lock_guard lock(mutex_);
+      if (closing_) return;
+      state_ = attempt_ == 0 && reconnects_ == 0 ? State::connecting : State::reconnecting;
+    }
+    const std::string url = std::string(options_.tls.enabled ? "amqps://" : "amqp://") + endpoint();
+    try {
+      connection_attempt_ = container_.connect(url, connection_options());
+    } catch (const std::exception& e) {
+      lost(connection_attempt_, proton::error_condition("proton:io", e.what()), "AMQP connection to " + endpoint());
+      return;
+    }
+    // A connect that neither opens nor fails in time is given up (tick()).
+    connect_deadline_ = Clock::now() + options_.connect_timeout;
+  }
+
+  // Timers without long proton timers: proton cannot cancel scheduled work,
+  // and container::run() does not return before it has run, so one short
+  // tick checks the connect deadline and the reconnect time.
+  void tick() {
+    {
+      std::lock_guard lock(mutex_);
+      if (closing_) return;
+    }
+    const auto now = Clock::now();
+    if (connect_deadline_ && now >= *connect_deadline_) {
+      connect_deadline_.reset();
+      bool open = false;
+      {
+        std::lock_guard lock(mutex_);
+        open = state_ == State::open;
+      }
+      if (!open) {
+        proton::connection attempted = connection_attempt_;
+        lost(attempted,
+             proton::error_condition("proton:io:timeout",
+                                     "no answer within " + std::to_string(options_.connect_timeout.count()) + " ms"),
+             "AMQP connection to " + endpoint());
+      }
+    }
+    if (reconnect_at_ && now >= *reconnect_at_) {
+      reconnect_at_.reset();
+      connect_now();
+    }
+    work_->schedule(kTick, proton::work([this] { tick(); }));
+  }
+
+  // Events of a connection given up already (the transport closing after
+  // its error) are ignored.
+  void lost(const proton::connection& which, const proton::error_condition& condition, const std::string& where) {
+    if (!(which == connection_attempt_)) return;
+    if (connection_attempt_ && !connection_attempt_.closed()) connection_attempt_.close();
+    connect_deadline_.reset();
+    ErrorInfo error = classify(condition, where);
+    std::vector<std::shared_ptr<SendOp>> touched;
+    {
+      std::lock_guard lock(mutex_);
+      if (closing_) return;
+      connection_work_ = nullptr;
+      const bool was_open = state_ == State::open;
+      last_error_ = error;
+      if (state_ == State::connecting) first_attempt_failed_ = true;
+      state_ = State::reconnecting;
+      // Sends on the wire: their outcome is unknown.
+      for (auto& [tracker, ref] : in_flight_) {
+        auto& op = ref.first;
+        op->settled++;
+        op->unknown++;
+        if (!op->error) {
+          op->error = ErrorInfo{Errc::connection, "the connection dropped before the broker confirmed (outcome "
+                                                  "unknown: the message may have arrived): " +
+                                                      error.message()};
+        }
+      }
+      in_flight_.clear();
+      // Messages buffered or held: the broker delivers them again.
+      held_.clear();
+      for (auto& [address, in] : inbound_) in->buffer.clear();
+      if (was_open) {
+        ++reconnects_;
+        log(LogLevel::warning, error.message() + "; reconnecting");
+      }
+      cv_.notify_all();
+    }
+    deliveries_.clear();
+    receivers_.clear();
+    for (auto& [address, state] : senders_) {
+      // Not yet sent: kept for the next connection.
+      state.link = proton::sender();
+    }
+    sender_address_.clear();
+    connection_ = proton::connection();
+    connection_attempt_ = proton::connection();
+    // Only the first connect reports to start(); it does not retry.
+    bool retry = false;
+    {
+      std::lock_guard lock(mutex_);
+      retry = !first_attempt_failed_ || reconnects_ > 0;
+    }
+    if (!retry) return;
+    reconnect_at_ = Clock::now() + options_.reconnect.delay_for(attempt_++);
+  }
+
+  void drain() {
+    std::vector<std::shared_ptr<SendOp>> sends;
+    std::vector<std::shared_ptr<Inbound>> opens;
+    std::vector<std::pair<std::uint64_t, Outcome>> settlements;
+    std::unordered_set<std::string> topups;
+    bool open = false;
+    {
+      std::lock_guard lock(mutex_);
+      drain_posted_ = false;
+      open = state_ == State::open && connection_;
+      sends.swap(sends_);
+      settlements.swap(settlements_);
+      if (open) {
+        opens.swap(opens_);
+        topups.swap(topups_);
+      }
+    }
+    for (auto& [id, outcome] : settlements) settle_now(id, outcome);
+    for (auto& op : sends) {
+      auto& state = senders_[op->address];
+      for (std::size_t i = 0; i < op->messages.size(); ++i) state.pending.emplace_back(op, i);
+    }
+    if (!open) return;
+    for (auto& in : opens) open_receiver(in);
+    for (const auto& address : topups) {
+      auto it = inbound_by_address(address);
+      if (it) top_up(it);
+    }
+    for (auto& [address, state] : senders_) {
+      if (!state.pending.empty()) pump(address);
+    }
+  }
+
+  std::shared_ptr<Inbound> inbound_by_address(const std::string& address) {
+    std::lock_guard lock(mutex_);
+    auto it = inbound_.find(address);
+    return it == inbound_.end() ? nullptr : it->second;
+  }
+
+  void settle_now(std::uint64_t id, const Outcome& outcome) {
+    auto it = deliveries_.find(id);
+    if (it == deliveries_.end()) return;  // its connection dropped: the broker redelivers it
+    proton::delivery d = it->second;
+    deliveries_.erase(it);
+    switch (outcome.kind) {
+      case Outcome::Kind::accepted: d.accept(); break;
+      case Outcome::Kind::released: d.release(); break;
+      case Outcome::Kind::failed: detail::settle_modified_failed(d, false); break;
+      case Outcome::Kind::failed_undeliverable: detail::settle_modified_failed(d, true); break;
+      case Outcome::Kind::rejected: {
+        pn_delivery_t* c = detail::c_delivery(d);
+        pn_condition_t* cond = pn_disposition_condition(pn_delivery_local(c));
+        if (!outcome.condition.empty()) pn_condition_set_name(cond, outcome.condition.c_str());
+        if (!outcome.description.empty()) pn_condition_set_description(cond, outcome.description.c_str());
+        pn_delivery_update(c, PN_REJECTED);
+        pn_delivery_settle(c);
+        break;
+      }
+    }
+  }
+
+  void open_receiver(const std::shared_ptr<Inbound>& in) {
+    if (in->link && in->link.active()) return;
+    proton::source_options source;
+    if (!options_.terminus_capabilities.empty()) source.capabilities(symbols(options_.terminus_capabilities));
+    proton::receiver_options ro;
+    ro.source(source);
+    ro.credit_window(0);  // credit is ours to give: see top_up()
+    ro.auto_accept(false);
+    try {
+      in->link = connection_.open_receiver(in->address, ro);
+    } catch (const std::exception& e) {
+      receiver_failed_for(in, ErrorInfo{Errc::connection, "could not open a receiver on '" + in->address + "': " +
+                                                              e.what()});
+      return;
+    }
+    if (options_.receiver_settles_second) detail::request_receiver_settles_second(in->link);
+    receivers_[in->link] = in;
+    in->link.add_credit(options_.credit_window);
+  }
+
+  // Gives the broker credit for what receive() took out of the buffer.
+  void top_up(const std::shared_ptr<Inbound>& in) {
+    if (!in->link || !in->link.active()) return;
+    std::size_t buffered = 0;
+    {
+      std::lock_guard lock(mutex_);
+      buffered = in->buffer.size();
+    }
+    const std::int64_t window = options_.credit_window;
+    const std::int64_t want = window - in->link.credit() - static_cast<std::int64_t>(buffered);
+    if (want > 0 && want >= std::max<std::int64_t>(1, window / 2)) in->link.add_credit(static_cast<std::uint32_t>(want));
+  }
+
+  void receiver_failed(proton::receiver& r, const proton::error_condition& condition) {
+    auto it = receivers_.find(r);
+    if (it == receivers_.end()) return;
+    auto in = it->second;
+    receivers_.erase(it);
+    bool closing = false;
+    {
+      std::lock_guard lock(mutex_);
+      closing = closing_;
+    }
+    if (closing) return;
+    receiver_failed_for(in, classify(condition, "the receiver on '" + in->address + "' was closed by the broker"));
+  }
+
+  void receiver_failed_for(const std::shared_ptr<Inbound>& in, ErrorInfo error) {
+    in->link = proton::receiver();
+    std::lock_guard lock(mutex_);
+    in->open = false;  // the next receive() opens it again
+    in->error = std::move(error);
+    cv_.notify_all();
+  }
+
+  struct SenderState {
+    proton::sender link;
+    std::deque<std::pair<std::shared_ptr<SendOp>, std::size_t>> pending;
+  };
+
+  // Sends what waits for address while the link has credit.
+  void pump(const std::string& address) {
+    auto& state = senders_[address];
+    if (!state.link) {
+      if (!connection_) return;
+      proton::target_options target;
+      if (!options_.terminus_capabilities.empty()) target.capabilities(symbols(options_.terminus_capabilities));
+      try {
+        state.link = connection_.open_sender(address, proton::sender_options().target(target));
+      } catch (const std::exception& e) {
+        fail_pending(state, ErrorInfo{Errc::connection, "could not open a sender on '" + address + "': " + e.what()});
+        return;
+      }
+      sender_address_[state.link] = address;
+      return;  // on_sendable calls again once the broker gives credit
+    }
+    std::lock_guard lock(mutex_);
+    while (!state.pending.empty() && state.link.active() && state.link.credit() > 0) {
+      auto [op, index] = state.pending.front();
+      state.pending.pop_front();
+      if (op->abandoned) continue;
+      proton::tracker t = state.link.send(op->messages[index]);
+      op->sent++;
+      in_flight_.emplace(t, std::make_pair(op, index));
+    }
+  }
+
+  void fail_pending(SenderState& state, const ErrorInfo& error) {
+    std::lock_guard lock(mutex_);
+    for (auto& [op, index] : state.pending) {
+      if (op->abandoned) continue;
+      op->sent++;
+      op->settled++;
+      if (!op->error) op->error = error;
+    }
+    state.pending.clear();
+    cv_.notify_all();
+  }
+
+  void sender_failed(proton::sender& s, const proton::error_condition& condition) {
+    auto it = sender_address_.find(s);
+    if (it == sender_address_.end()) return;
+    const std::string address = it->second;
+    sender_address_.erase(it);
+    auto& state = senders_[address];
+    state.link = proton::sender();
+    ErrorInfo error = classify(condition, "the sender on '" + address + "' was closed by the broker");
+    std::lock_guard lock(mutex_);
+    if (closing_) return;
+    for (auto t = in_flight_.begin(); t != in_flight_.end();) {
+      if (t->first.sender() == s) {
+        auto& op = t->second.first;
+        op->settled++;
+        op->unknown++;
+        if (!op->error) op->error = error;
+        t = in_flight_.erase(t);
+      } else {
+        ++t;
+      }
+    }
+    for (auto& [op, index] : state.pending) {
+      if (op->abandoned) continue;
+      op->sent++;
+      op->settled++;
+      if (!op->error) op->error = error;
+    }
+    state.pending.clear();
+    cv_.notify_all();
+  }
+
+  void tracker_done(proton::tracker& t, std::optional<ErrorInfo> error) {
+    std::lock_guard lock(mutex_);
+    auto it = in_flight_.find(t);
+    if (it == in_flight_.end()) return;
+    auto& op = it->second.first;
+    op->settled++;
+    if (error) {
+      if (!op->error) op->error = std::move(error);
+    } else {
+      op->confirmed++;
+    }
+    in_flight_.erase(it);
+    if (op->finished()) cv_.notify_all();
+  }
+
+  void begin_close() {
+    // Messages nobody took go back without counting a delivery.
+    std::vector<std::uint64_t> unreceived;
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& [address, in] : inbound_) {
+        for (auto& m : in->buffer) unreceived.push_back(m.id);
+        in->buffer.clear();
+      }
+    }
+    for (auto id : unreceived) settle_now(id, Outcome::released());
+    if (connection_ && connection_.active()) {
+      connection_.close();
+    } else {
+      if (connection_attempt_) connection_attempt_.close();
+      finish_close();
+    }
+  }
+
+  void finish_close() {
+    std::lock_guard lock(mutex_);
+    connection_work_ = nullptr;
+    state_ = State::closed;
+    for (auto& [tracker, ref] : in_flight_) {
+      ref.first->settled++;
+      ref.first->unknown++;
+    }
+    in_flight_.clear();
+    cv_.notify_all();
+  }
+
+  ConnectionOptions options_;
+  proton::container container_;
+  std::thread thread_;
+
+  // Shared with the callers.
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  State state_ = State::connecting;
+  bool closing_ = false;
+  bool first_attempt_failed_ = false;
+  std::optional<ErrorInfo> last_error_;
+  int reconnects_ = 0;
+  bool drain_posted_ = false;
+  std::map<std::string, std::shared_ptr<Inbound>, std::less<>> inbound_;
+  std::unordered_set<std::uint64_t> held_;
+  std::vector<std::shared_ptr<SendOp>> sends_;
+  std::vector<std::shared_ptr<Inbound>> opens_;
+  std::unordered_set<std::string> topups_;
+  std::vector<std::pair<std::uint64_t, Outcome>> settlements_;
+  std::map<proton::tracker, std::pair<std::shared_ptr<SendOp>, std::size_t>> in_flight_;
+
+  // Set on the container's thread under mutex_, used by post_locked().
+  std::unique_ptr<proton::work_queue> work_;
+  proton::work_queue* connection_work_ = nullptr;
+
+  // The container's thread only.
+  proton::connection connection_;
+  proton::connection connection_attempt_;
+  std::int64_t attempt_ = 0;
+  std::optional<Clock::time_point> connect_deadline_;
+  std::optional<Clock::time_point> reconnect_at_;
+  std::uint64_t next_id_ = 0;
+  std::map<std::string, SenderState> senders_;
+  std::map<proton::sender, std::string> sender_address_;
+  std::map<proton::receiver, std::shared_ptr<Inbound>> receivers_;
+  std::unordered_map<std::uint64_t, proton::delivery> deliveries_;
+};
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Client::~Client() = default;
+
+Result<std::unique_ptr<Client>> Client::connect(ConnectionOptions options) {
+  if (auto checked = options.tls.check(); !checked) return unexpected(checked.error());
+  if (options.host.empty()) return unexpected(ErrorInfo{Errc::invalid_argument, "the AMQP host is empty"});
+  if (options.credit_window == 0) {
+    return unexpected(ErrorInfo{Errc::invalid_argument, "the AMQP credit window must be at least 1"});
+  }
+  auto impl = std::make_unique<Impl>(std::move(options));
+  if (auto started = impl->start(); !started) return unexpected(started.error());
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Result<void> Client::send(std::string_view address, std::vector<proton::message> messages,
+                          std::chrono::milliseconds timeout) {
+  return impl_->send(address, std::move(messages), timeout);
+}
+
+Result<std::vector<Incoming>> Client::receive(std::string_view address, std::size_t max,
+                                              std::chrono::milliseconds wait) {
+  return impl_->receive(address, max, wait);
+}
+
+Result<void> Client::settle(std::uint64_t id, Outcome outcome) { return impl_->settle(id, std::move(outcome)); }
+
+bool Client::connected() const { return impl_->connected(); }
+
+void Client::close(std::chrono::milliseconds deadline) { impl_->close(deadline); }
+
+}  // namespace babelqueue::amqp10

@@ -1,0 +1,46 @@
+// ConnectionOptions: where and how an amqp10::Client connects.
+//
+// Thread-safety: a plain value.
+#pragma once
+
+#include <babelqueue/backoff.hpp>
+#include <babelqueue/log_sink.hpp>
+#include <babelqueue/tls_options.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace babelqueue::amqp10 {
+
+struct ConnectionOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 5672;
+  // SASL: PLAIN with these when user is set, else ANONYMOUS.
+  std::string user;
+  std::string password;
+  TlsOptions tls;
+  // Sent as the open frame's hostname (and used for TLS when
+  // tls.server_name is empty); empty: host.
+  std::string virtual_host;
+  std::string container_id;  // empty: a random one
+  // The first connect (and each reconnect attempt) gives up after this.
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+  // Heartbeat: the peer closes a connection silent for twice this.
+  std::chrono::milliseconds idle_timeout{std::chrono::seconds(30)};
+  // Delays between reconnect attempts after the connection drops.
+  BackoffPolicy reconnect{std::chrono::milliseconds(200), 2.0, std::chrono::seconds(10), 0.2};
+  // Terminus capabilities set on every source (receiver) and target
+  // (sender): Artemis needs "queue" for anycast.
+  std::vector<std::string> terminus_capabilities;
+  // Messages the broker may push ahead of receive() per address (the
+  // link's credit window). 1 = one at a time.
+  std::uint32_t credit_window = 1000;
+  // rcv-settle-mode second: the broker confirms each settlement (Service
+  // Bus needs it for PeekLock); first (false) settles at once.
+  bool receiver_settles_second = false;
+  LogSink log;
+};
+
+}  // namespace babelqueue::amqp10

@@ -1,0 +1,207 @@
+#include <babelqueue/artemis/transport.hpp>
+#include <babelqueue/binding.hpp>
+#include <babelqueue/error.hpp>
+#include <babelqueue/transport_registry.hpp>
+#include <babelqueue/url_options.hpp>
+
+#include "artemis_projection.hpp"
+#include "client.hpp"
+
+#include <limits>
+#include <map>
+#include <utility>
+
+namespace babelqueue::artemis {
+
+namespace {
+
+constexpr std::uint16_t kDefaultPort = 5672;
+
+Result<void> check_queue(std::string_view queue) {
+  if (queue.empty()) return unexpected(Errc::invalid_argument, "the queue name is empty");
+  return {};
+}
+
+}  // namespace
+
+class Transport::State {
+ public:
+  State(Options o, std::unique_ptr<amqp10::Client> c) : options(std::move(o)), client(std::move(c)) {}
+
+  Options options;
+  std::unique_ptr<amqp10::Client> client;
+};
+
+Transport::Transport(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+Transport::~Transport() { close(); }
+
+Result<std::unique_ptr<Transport>> Transport::open(Options options) {
+  if (options.credit == 0) return unexpected(Errc::invalid_argument, "artemis: credit must be at least 1");
+  amqp10::ConnectionOptions c;
+  c.host = options.host.empty() ? "localhost" : options.host;
+  c.port = options.port;
+  c.user = options.user;
+  c.password = options.password;
+  c.tls = options.tls;
+  c.container_id = options.container_id;
+  c.connect_timeout = options.connect_timeout;
+  c.idle_timeout = options.idle_timeout;
+  c.reconnect = options.reconnect;
+  c.credit_window = options.credit;
+  // Anycast: without it an address created on first attach is multicast and
+  // a message sent before any receiver exists is dropped.
+  c.terminus_capabilities = {"queue"};
+  c.log = options.log;
+  auto client = amqp10::Client::connect(std::move(c));
+  if (!client) {
+    return unexpected(client.error().code(), "artemis: " + client.error().message());
+  }
+  return std::unique_ptr<Transport>(
+      new Transport(std::make_unique<State>(std::move(options), std::move(*client))));
+}
+
+Result<Transport::Options> Transport::options_from_url(const Url& url) {
+  if (url.scheme != "artemis" && url.scheme != "artemis+ssl") {
+    return unexpected(Errc::invalid_argument, "not an artemis:// or artemis+ssl:// URL: " + url.redacted());
+  }
+  if (url.host.find(',') != std::string::npos) {
+    return unexpected(Errc::invalid_argument,
+                      "artemis: one host per URL (no failover list), got " + url.redacted());
+  }
+  if (!url.path.empty()) {
+    return unexpected(Errc::invalid_argument,
+                      "an artemis URL is artemis[+ssl]://[user:password@]host[:port][?options], got " +
+                          url.redacted());
+  }
+  Options options;
+  options.host = url.host.empty() ? "localhost" : url.host;
+  options.port = url.port.value_or(kDefaultPort);
+  options.user = url.user;
+  options.password = url.password;
+  UrlOptionReader read(url);
+  read.integer("credit", options.credit, 1, 100000);
+  read.duration("connect_timeout", options.connect_timeout,
+                {.min = std::chrono::milliseconds(1), .max = std::chrono::hours(1)});
+  read.duration("publish_timeout", options.publish_timeout,
+                {.min = std::chrono::milliseconds(1), .max = std::chrono::hours(1)});
+  read.duration("idle_timeout", options.idle_timeout, {.max = std::chrono::hours(1)});
+  read.duration("reconnect_initial", options.reconnect.initial,
+                {.min = std::chrono::milliseconds(1), .max = std::chrono::hours(1)});
+  read.duration("reconnect_max", options.reconnect.max,
+                {.min = std::chrono::milliseconds(1), .max = std::chrono::hours(1)});
+  read.text("container_id", options.container_id);
+  options.tls.enabled = url.scheme == "artemis+ssl";
+  read.tls(options.tls, "artemis+ssl://");
+  if (auto done = read.finish(); !done) return unexpected(done.error());
+  if (auto checked = options.tls.check(); !checked) return unexpected(checked.error());
+  if (options.user.empty() && !options.password.empty()) {
+    return unexpected(Errc::invalid_argument, "artemis: a password without a user in " + url.redacted());
+  }
+  return options;
+}
+
+const Transport::Options& Transport::options() const noexcept { return state_->options; }
+
+Capabilities Transport::capabilities() const {
+  Capabilities caps;
+  caps.headers = true;
+  caps.native_delay = true;
+  caps.native_release = true;
+  caps.delivery_count = true;
+  caps.redelivers_unsettled = true;
+  caps.extendable_lease = false;  // no lock timeout: a held message stays held
+  caps.batch_publish = true;
+  caps.ordering_key = true;   // AMQP group-id: Artemis message groups
+  caps.deduplication = true;  // _AMQ_DUPL_ID, Artemis's duplicate detection
+  caps.broker_dead_letter_policy = true;  // its dead-letter address after max-delivery-attempts
+  return caps;
+}
+
+Result<void> Transport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
+  if (auto ok = check_queue(queue); !ok) return ok;
+  if (options.delay.count() < 0) return unexpected(Errc::invalid_argument, "artemis: a negative delay");
+  std::vector<proton::message> messages;
+  messages.push_back(make_message(body, options, std::nullopt));
+  auto sent = state_->client->send(queue, std::move(messages), state_->options.publish_timeout);
+  if (!sent) return unexpected(sent.error().code(), "artemis: publish to '" + std::string(queue) + "': " +
+                                                       sent.error().message());
+  return {};
+}
+
+Result<void> Transport::publish_batch(std::span<const OutgoingMessage> messages) {
+  // One send per queue, in the order the queues first appear; each send
+  // keeps its messages' order.
+  std::vector<std::pair<std::string_view, std::vector<proton::message>>> groups;
+  std::map<std::string_view, std::size_t> index;
+  for (const auto& m : messages) {
+    if (auto ok = check_queue(m.queue); !ok) return ok;
+    if (m.options.delay.count() < 0) return unexpected(Errc::invalid_argument, "artemis: a negative delay");
+    auto [it, inserted] = index.emplace(m.queue, groups.size());
+    if (inserted) groups.emplace_back(m.queue, std::vector<proton::message>{});
+    groups[it->second].second.push_back(make_message(m.body, m.options, std::nullopt));
+  }
+  std::size_t done = 0;
+  for (auto& [queue, batch] : groups) {
+    const std::size_t n = batch.size();
+    auto sent = state_->client->send(queue, std::move(batch), state_->options.publish_timeout);
+    if (!sent) {
+      return unexpected(sent.error().code(), "artemis: batch publish to '" + std::string(queue) + "' (" +
+                                               std::to_string(done) + " messages of earlier queues published): " +
+                                               sent.error().message());
+    }
+    done += n;
+  }
+  return {};
+}
+
+Result<std::vector<Delivery>> Transport::receive(std::string_view queue, std::size_t max,
+                                                 std::chrono::milliseconds wait) {
+  if (auto ok = check_queue(queue); !ok) return unexpected(ok.error());
+  if (max == 0) return unexpected(Errc::invalid_argument, "artemis: receive of 0 messages");
+  auto incoming = state_->client->receive(queue, max, wait);
+  if (!incoming) return unexpected(incoming.error());
+  std::vector<Delivery> out;
+  out.reserve(incoming->size());
+  for (auto& in : *incoming) out.push_back(to_delivery(queue, in.id, in.message));
+  return out;
+}
+
+Result<void> Transport::ack(const Delivery& delivery) {
+  return state_->client->settle(delivery.token.id, amqp10::Outcome::accepted());
+}
+
+Result<void> Transport::release(const Delivery& delivery, std::chrono::milliseconds delay) {
+  if (delay.count() <= 0) return state_->client->settle(delivery.token.id, amqp10::Outcome::failed());
+  // AMQP has no delayed outcome: a copy held back by the broker goes first,
+  // then the original is accepted. The copy carries the next delivery-count,
+  // as a redelivery would have.
+  const std::uint32_t next_count = static_cast<std::uint32_t>(std::min<std::int64_t>(
+      delivery.native_attempts.value_or(0) + 1, std::numeric_limits<std::uint32_t>::max()));
+  PublishOptions copy;
+  copy.headers = delivery.headers;
+  copy.delay = delay;
+  copy.ordering_key = delivery.ordering_key;
+  std::vector<proton::message> messages;
+  messages.push_back(make_message(delivery.body, copy, next_count));
+  auto sent = state_->client->send(delivery.queue, std::move(messages), state_->options.publish_timeout);
+  if (!sent) {
+    // The copy may not exist: give the original back now instead.
+    auto released = state_->client->settle(delivery.token.id, amqp10::Outcome::failed());
+    if (!released) return released;
+    return unexpected(sent.error().code(), "artemis: the delayed copy could not be sent (" + sent.error().message() +
+                                             "); the message was released without its delay");
+  }
+  return state_->client->settle(delivery.token.id, amqp10::Outcome::accepted());
+}
+
+void Transport::close(std::chrono::milliseconds deadline) {
+  if (state_ && state_->client) state_->client->close(deadline);
+}
+
+void register_transport() {
+  babelqueue::register_transport("artemis", url_factory<artemis::Transport>());
+  babelqueue::register_transport("artemis+ssl", url_factory<artemis::Transport>());
+}
+
+}  // namespace babelqueue::artemis
