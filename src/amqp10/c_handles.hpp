@@ -12,9 +12,10 @@
 #pragma once
 
 #include <proton/delivery.h>
-#include <proton/delivery.hpp>
 #include <proton/disposition.h>
 #include <proton/link.h>
+
+#include <proton/delivery.hpp>
 #include <proton/receiver.hpp>
 
 namespace babelqueue::amqp10::detail {
@@ -27,9 +28,7 @@ struct CHandle : Wrapper {
   }
 };
 
-inline pn_delivery_t* c_delivery(const proton::delivery& d) {
-  return CHandle<proton::delivery, pn_delivery_t>::of(d);
-}
+inline pn_delivery_t* c_delivery(const proton::delivery& d) { return CHandle<proton::delivery, pn_delivery_t>::of(d); }
 
 inline pn_link_t* c_link(const proton::receiver& r) { return CHandle<proton::receiver, pn_link_t>::of(r); }
 

@@ -34,13 +34,12 @@
 
 #include <babelqueue/result.hpp>
 
-#include <proton/binary.hpp>
-#include <proton/message.hpp>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <proton/binary.hpp>
+#include <proton/message.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,8 +69,7 @@ class Client {
   // each one, at most `timeout`. Errc::timeout names how many were
   // confirmed, how many never left (safe to send again) and how many have an
   // unknown outcome.
-  Result<void> send(std::string_view address, std::vector<proton::message> messages,
-                    std::chrono::milliseconds timeout);
+  Result<void> send(std::string_view address, std::vector<proton::message> messages, std::chrono::milliseconds timeout);
 
   // Up to max messages of address, waiting up to wait for the first.
   Result<std::vector<Incoming>> receive(std::string_view address, std::size_t max, std::chrono::milliseconds wait);

@@ -2,6 +2,8 @@
 
 #include <babelqueue/binding.hpp>
 
+#include <chrono>
+#include <map>
 #include <proton/annotation_key.hpp>
 #include <proton/binary.hpp>
 #include <proton/scalar.hpp>
@@ -9,9 +11,6 @@
 #include <proton/timestamp.hpp>
 #include <proton/types.hpp>
 #include <proton/value.hpp>
-
-#include <chrono>
-#include <map>
 #include <string>
 
 namespace babelqueue::artemis {

@@ -6,10 +6,9 @@
 
 #include <babelqueue/transport.hpp>
 
-#include <proton/message.hpp>
-
 #include <cstdint>
 #include <optional>
+#include <proton/message.hpp>
 #include <string_view>
 
 namespace babelqueue::artemis {

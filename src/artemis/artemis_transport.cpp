@@ -1,11 +1,11 @@
+#include "artemis_projection.hpp"
+#include "client.hpp"
+
 #include <babelqueue/artemis/transport.hpp>
 #include <babelqueue/binding.hpp>
 #include <babelqueue/error.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url_options.hpp>
-
-#include "artemis_projection.hpp"
-#include "client.hpp"
 
 #include <limits>
 #include <map>
@@ -57,8 +57,7 @@ Result<std::unique_ptr<Transport>> Transport::open(Options options) {
   if (!client) {
     return unexpected(client.error().code(), "artemis: " + client.error().message());
   }
-  return std::unique_ptr<Transport>(
-      new Transport(std::make_unique<State>(std::move(options), std::move(*client))));
+  return std::unique_ptr<Transport>(new Transport(std::make_unique<State>(std::move(options), std::move(*client))));
 }
 
 Result<Transport::Options> Transport::options_from_url(const Url& url) {
@@ -66,13 +65,11 @@ Result<Transport::Options> Transport::options_from_url(const Url& url) {
     return unexpected(Errc::invalid_argument, "not an artemis:// or artemis+ssl:// URL: " + url.redacted());
   }
   if (url.host.find(',') != std::string::npos) {
-    return unexpected(Errc::invalid_argument,
-                      "artemis: one host per URL (no failover list), got " + url.redacted());
+    return unexpected(Errc::invalid_argument, "artemis: one host per URL (no failover list), got " + url.redacted());
   }
   if (!url.path.empty()) {
     return unexpected(Errc::invalid_argument,
-                      "an artemis URL is artemis[+ssl]://[user:password@]host[:port][?options], got " +
-                          url.redacted());
+                      "an artemis URL is artemis[+ssl]://[user:password@]host[:port][?options], got " + url.redacted());
   }
   Options options;
   options.host = url.host.empty() ? "localhost" : url.host;
@@ -112,8 +109,8 @@ Capabilities Transport::capabilities() const {
   caps.redelivers_unsettled = true;
   caps.extendable_lease = false;  // no lock timeout: a held message stays held
   caps.batch_publish = true;
-  caps.ordering_key = true;   // AMQP group-id: Artemis message groups
-  caps.deduplication = true;  // _AMQ_DUPL_ID, Artemis's duplicate detection
+  caps.ordering_key = true;               // AMQP group-id: Artemis message groups
+  caps.deduplication = true;              // _AMQ_DUPL_ID, Artemis's duplicate detection
   caps.broker_dead_letter_policy = true;  // its dead-letter address after max-delivery-attempts
   return caps;
 }
@@ -124,8 +121,9 @@ Result<void> Transport::publish(std::string_view queue, std::string_view body, c
   std::vector<proton::message> messages;
   messages.push_back(make_message(body, options, std::nullopt));
   auto sent = state_->client->send(queue, std::move(messages), state_->options.publish_timeout);
-  if (!sent) return unexpected(sent.error().code(), "artemis: publish to '" + std::string(queue) + "': " +
-                                                       sent.error().message());
+  if (!sent)
+    return unexpected(sent.error().code(),
+                      "artemis: publish to '" + std::string(queue) + "': " + sent.error().message());
   return {};
 }
 
@@ -147,8 +145,8 @@ Result<void> Transport::publish_batch(std::span<const OutgoingMessage> messages)
     auto sent = state_->client->send(queue, std::move(batch), state_->options.publish_timeout);
     if (!sent) {
       return unexpected(sent.error().code(), "artemis: batch publish to '" + std::string(queue) + "' (" +
-                                               std::to_string(done) + " messages of earlier queues published): " +
-                                               sent.error().message());
+                                                 std::to_string(done) +
+                                                 " messages of earlier queues published): " + sent.error().message());
     }
     done += n;
   }
@@ -176,8 +174,8 @@ Result<void> Transport::release(const Delivery& delivery, std::chrono::milliseco
   // AMQP has no delayed outcome: a copy held back by the broker goes first,
   // then the original is accepted. The copy carries the next delivery-count,
   // as a redelivery would have.
-  const std::uint32_t next_count = static_cast<std::uint32_t>(std::min<std::int64_t>(
-      delivery.native_attempts.value_or(0) + 1, std::numeric_limits<std::uint32_t>::max()));
+  const std::uint32_t next_count = static_cast<std::uint32_t>(
+      std::min<std::int64_t>(delivery.native_attempts.value_or(0) + 1, std::numeric_limits<std::uint32_t>::max()));
   PublishOptions copy;
   copy.headers = delivery.headers;
   copy.delay = delay;
@@ -190,7 +188,7 @@ Result<void> Transport::release(const Delivery& delivery, std::chrono::milliseco
     auto released = state_->client->settle(delivery.token.id, amqp10::Outcome::failed());
     if (!released) return released;
     return unexpected(sent.error().code(), "artemis: the delayed copy could not be sent (" + sent.error().message() +
-                                             "); the message was released without its delay");
+                                               "); the message was released without its delay");
   }
   return state_->client->settle(delivery.token.id, amqp10::Outcome::accepted());
 }

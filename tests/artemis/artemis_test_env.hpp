@@ -7,6 +7,8 @@
 #include <babelqueue/artemis/transport.hpp>
 #include <babelqueue/uuid.hpp>
 
+#include <chrono>
+#include <optional>
 #include <proton/connection.hpp>
 #include <proton/connection_options.hpp>
 #include <proton/container.hpp>
@@ -20,9 +22,6 @@
 #include <proton/target_options.hpp>
 #include <proton/tracker.hpp>
 #include <proton/work_queue.hpp>
-
-#include <chrono>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>

@@ -10,16 +10,16 @@
 #include <babelqueue/worker.hpp>
 
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <iostream>
+#include <map>
 #include <proton/annotation_key.hpp>
 #include <proton/binary.hpp>
 #include <proton/scalar.hpp>
 #include <proton/symbol.hpp>
 #include <proton/timestamp.hpp>
 #include <proton/types.hpp>
-
-#include <fstream>
-#include <iostream>
-#include <map>
 #include <sstream>
 
 namespace bq = babelqueue;
@@ -222,9 +222,9 @@ TEST_F(ArtemisIntegration, AReleaseWithADelayIsNotEarlyAndLosesNothing) {
 
 TEST_F(ArtemisIntegration, ADelayRidesTheDeliveryTimeAnnotationAsALong) {
   const std::string q = bq::testing::unique_queue("delay");
-  const auto before = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const auto before =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   ASSERT_TRUE(transport_->publish(q, envelope("urn:test:delay", 1, q), {.delay = 1500ms}));
   EXPECT_TRUE(RawPeer::receive(q, 1, 1000ms).empty()) << "delivered before its time";
   auto got = RawPeer::receive(q, 1, 5s);

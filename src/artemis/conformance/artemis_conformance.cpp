@@ -8,11 +8,10 @@
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/uuid.hpp>
 
+#include <map>
 #include <proton/scalar.hpp>
 #include <proton/symbol.hpp>
 #include <proton/types.hpp>
-
-#include <map>
 
 namespace babelqueue::artemis {
 namespace {
@@ -25,8 +24,7 @@ std::string compare(const Value& projection, const std::string& body, const prot
     why += "the body is not the envelope as an AMQP string; ";
   }
   auto annotations = message.message_annotations();
-  const proton::value jms_type =
-      annotations.get(proton::symbol(projection["jms_type_annotation"].as_string()));
+  const proton::value jms_type = annotations.get(proton::symbol(projection["jms_type_annotation"].as_string()));
   if (jms_type.type() != proton::STRING || proton::get<std::string>(jms_type) != projection["jms_type"].as_string()) {
     why += projection["jms_type_annotation"].as_string() + " is " + proton::to_string(jms_type) + "; ";
   }
@@ -45,8 +43,7 @@ std::string compare(const Value& projection, const std::string& body, const prot
     if (found == properties.end()) {
       why += name + " missing; ";
     } else if (found->second.type() != proton::STRING || proton::get<std::string>(found->second) != value.as_string()) {
-      why += name + " is " + proton::to_string(found->second) + ", expected the string \"" + value.as_string() +
-             "\"; ";
+      why += name + " is " + proton::to_string(found->second) + ", expected the string \"" + value.as_string() + "\"; ";
     }
   }
   for (const auto& [name, value] : properties) {
