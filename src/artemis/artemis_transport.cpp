@@ -83,7 +83,7 @@ Result<Transport::Options> Transport::options_from_url(const Url& url) {
   read.duration("publish_timeout", options.publish_timeout,
                 {.min = std::chrono::milliseconds(1), .max = std::chrono::hours(1)});
   read.duration("idle_timeout", options.idle_timeout, {.max = std::chrono::hours(1)});
-  read.duration("reconnect_initial", options.reconnect.initial,
+  read.duration("reconnect_min", options.reconnect.initial,
                 {.min = std::chrono::milliseconds(1), .max = std::chrono::hours(1)});
   read.duration("reconnect_max", options.reconnect.max,
                 {.min = std::chrono::milliseconds(1), .max = std::chrono::hours(1)});

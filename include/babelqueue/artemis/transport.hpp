@@ -10,7 +10,7 @@
 //   connect_timeout=DURATION  opening the connection (default 10s)
 //   publish_timeout=DURATION  waiting for the broker to accept a publish (default 30s)
 //   idle_timeout=DURATION     AMQP heartbeat (default 30s)
-//   reconnect_initial=DURATION, reconnect_max=DURATION  backoff between reconnects (200ms, 10s)
+//   reconnect_min=DURATION, reconnect_max=DURATION  backoff between reconnects (200ms, 10s)
 //   container_id=ID           the AMQP container id (default random)
 //   tls_ca, tls_cert, tls_key, tls_server_name, tls_verify  (tls_options.hpp; artemis+ssl:// only)
 //
