@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -797,6 +798,16 @@ Client::~Client() = default;
 
 Result<std::unique_ptr<Client>> Client::connect(ConnectionOptions options) {
   if (auto checked = options.tls.check(); !checked) return unexpected(checked.error());
+  if (options.tls.enabled) {
+    // Proton reports an unreadable file only as a failed handshake.
+    for (const auto& [name, path] : {std::pair{"tls_ca", &options.tls.ca_file},
+                                     std::pair{"tls_cert", &options.tls.cert_file},
+                                     std::pair{"tls_key", &options.tls.key_file}}) {
+      if (!path->empty() && !std::ifstream(*path).good()) {
+        return unexpected(Errc::invalid_argument, std::string(name) + " '" + *path + "' cannot be read");
+      }
+    }
+  }
   if (options.host.empty()) return unexpected(ErrorInfo{Errc::invalid_argument, "the AMQP host is empty"});
   if (options.credit_window == 0) {
     return unexpected(ErrorInfo{Errc::invalid_argument, "the AMQP credit window must be at least 1"});
