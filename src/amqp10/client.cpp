@@ -712,7 +712,7 @@ class Client::Impl final : public proton::messaging_handler {
     std::lock_guard lock(mutex_);
     auto it = in_flight_.find(t);
     if (it == in_flight_.end()) return;
-    auto& op = it->second.first;
+    const std::shared_ptr<SendOp> op = it->second.first;  // a copy: erase() below frees the entry
     op->settled++;
     if (error) {
       if (!op->error) op->error = std::move(error);
