@@ -5,6 +5,9 @@
 #if defined(BQ_BUILTIN_IDEMPOTENCY)
 #include "idempotency_conformance.hpp"
 #endif
+#if defined(BQ_BUILTIN_SCHEMA)
+#include "schema_conformance.hpp"
+#endif
 
 #include <mutex>
 
@@ -24,6 +27,9 @@ void add_conformance_sections(conformance::Runner& runner) {
 #if defined(BQ_BUILTIN_IDEMPOTENCY)
   register_transports();  // the stores to check are those registered
   idempotency::add_conformance_section(runner);
+#endif
+#if defined(BQ_BUILTIN_SCHEMA)
+  schema::add_conformance_section(runner);
 #endif
 }
 

@@ -12,7 +12,7 @@ namespace babelqueue::builtin {
 void register_transports();
 
 // Adds the core sections, every transport's binding section and the
-// optional components' sections (idempotency) to a runner.
+// optional components' sections (idempotency, payload_schema) to a runner.
 void add_conformance_sections(conformance::Runner& runner);
 
 }  // namespace babelqueue::builtin
