@@ -9,6 +9,10 @@
 #      over by another worker once the lease has passed, and the message runs
 #      to completion there.
 #   3. A redelivery of a handled id is acked without running the command.
+#   4. `babelqueue conformance SUITE_DIR` runs the idempotency sequences on
+#      the memory and SQLite stores and the payload_schema cases, and skips
+#      neither section.
+#   cli_idempotency_test.sh BABELQUEUE_CLI SUITE_DIR
 set -u
 bq="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 # shellcheck source=../support/check.sh
@@ -103,6 +107,15 @@ printf '%s' "$body" | "$bq" send pay
 "$bq" work pay --idle-exit 0.5 --idempotency "$store" -- "$tmp/slow.sh" 2>>"$tmp/work.err"
 check "a handled id runs no more" 2 "$(starts)"
 check "and is acked" '{"queue":"pay","ready":0,"reserved":0,"delayed":0}' "$("$bq" stats pay)"
+
+# ---- 4. the conformance sections ----------------------------------------------------------------
+out=$("$bq" conformance "$2" 2>&1)
+check "conformance exits 0" 0 $?
+contains "idempotency on the memory store, with the claim" "PASS idempotency.memory.claim.throw-leaves-id-unmarked" "$out"
+contains "idempotency on a SQLite file" "PASS idempotency.sqlite.forget-allows-rerun" "$out"
+contains "payload_schema" "PASS payload_schema.invalid-below-minimum" "$out"
+check "neither section skipped" "" "$(grep -E '^SKIP (idempotency|payload_schema)' <<<"$out" | grep -v 'needs --url')"
+contains "nothing failed" " 0 failed" "$out"
 
 # ---- usage ---------------------------------------------------------------------------------------
 "$bq" work pay --idempotency "nosuch://x" -- "$tmp/slow.sh" 2>"$tmp/usage.err"
