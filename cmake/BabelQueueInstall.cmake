@@ -13,9 +13,15 @@ set(BQ_HEADER_DIR "${PROJECT_SOURCE_DIR}/include/babelqueue")
 file(GLOB BQ_CORE_HEADERS "${BQ_HEADER_DIR}/*.hpp")
 install(FILES ${BQ_CORE_HEADERS} DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/babelqueue")
 install(DIRECTORY "${BQ_HEADER_DIR}/detail" "${BQ_HEADER_DIR}/memory" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/babelqueue")
+# A transport's idempotency store header goes only with the idempotency component.
+set(BQ_HEADER_EXCLUDES "")
+if(NOT "idempotency" IN_LIST BQ_COMPONENTS)
+  set(BQ_HEADER_EXCLUDES PATTERN "idempotency_store.hpp" EXCLUDE)
+endif()
 foreach(component IN LISTS BQ_COMPONENTS)
   if(IS_DIRECTORY "${BQ_HEADER_DIR}/${component}")
-    install(DIRECTORY "${BQ_HEADER_DIR}/${component}" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/babelqueue")
+    install(DIRECTORY "${BQ_HEADER_DIR}/${component}" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/babelqueue"
+            ${BQ_HEADER_EXCLUDES})
   endif()
 endforeach()
 install(FILES "${PROJECT_BINARY_DIR}/generated/include/babelqueue/version.hpp"
@@ -49,9 +55,9 @@ endforeach()
 set(BQ_CONFIG_COMPONENT_DEPS "")
 foreach(component IN LISTS BQ_COMPONENTS)
   get_property(deps GLOBAL PROPERTY BABELQUEUE_COMPONENT_DEPS_${component})
-  get_property(components GLOBAL PROPERTY BABELQUEUE_COMPONENT_COMPONENTS_${component})
+  get_property(needs GLOBAL PROPERTY BABELQUEUE_COMPONENT_NEEDS_${component})
   string(APPEND BQ_CONFIG_COMPONENT_DEPS "set(_bq_deps_${component} \"${deps}\")\n")
-  string(APPEND BQ_CONFIG_COMPONENT_DEPS "set(_bq_components_${component} \"${components}\")\n")
+  string(APPEND BQ_CONFIG_COMPONENT_DEPS "set(_bq_needs_${component} \"${needs}\")\n")
 endforeach()
 
 configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/BabelQueueConfig.cmake.in"

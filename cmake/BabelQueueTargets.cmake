@@ -37,13 +37,14 @@ endfunction()
 
 # Marks a library as an installable component of the BabelQueue package.
 #   DEPS: "<cmake package>|<imported target>|<pkg-config module>" entries the
-#         installed package must find again; PC_REQUIRES: pkg-config modules;
-#   COMPONENTS: other components of the package it links (loaded first).
+#         installed package must find again; COMPONENTS: other components of
+#         the package it links (loaded before it); PC_REQUIRES: pkg-config
+#         modules.
 function(bq_install_component name)
-  cmake_parse_arguments(ARG "" "" "DEPS;PC_REQUIRES;PC_LIBS;COMPONENTS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "DEPS;COMPONENTS;PC_REQUIRES;PC_LIBS" ${ARGN})
   set_property(GLOBAL APPEND PROPERTY BABELQUEUE_COMPONENTS ${name})
-  set_property(GLOBAL PROPERTY BABELQUEUE_COMPONENT_COMPONENTS_${name} "${ARG_COMPONENTS}")
   set_property(GLOBAL PROPERTY BABELQUEUE_COMPONENT_DEPS_${name} "${ARG_DEPS}")
+  set_property(GLOBAL PROPERTY BABELQUEUE_COMPONENT_NEEDS_${name} "${ARG_COMPONENTS}")
   string(JOIN ", " requires ${ARG_PC_REQUIRES})
   set_property(GLOBAL PROPERTY BABELQUEUE_PC_REQUIRES_${name} "${requires}")
   set_property(GLOBAL PROPERTY BABELQUEUE_PC_LIBS_${name} "${ARG_PC_LIBS}")

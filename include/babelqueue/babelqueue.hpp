@@ -16,8 +16,10 @@
 #include <babelqueue/log_sink.hpp>
 #include <babelqueue/memory/transport.hpp>
 #include <babelqueue/message.hpp>
+#include <babelqueue/middleware.hpp>
 #include <babelqueue/redrive.hpp>
 #include <babelqueue/rejection.hpp>
+#include <babelqueue/release_delivery.hpp>
 #include <babelqueue/result.hpp>
 #include <babelqueue/tls_options.hpp>
 #include <babelqueue/transport.hpp>

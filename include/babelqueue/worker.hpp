@@ -7,6 +7,8 @@
 //   republish to the same queue while attempts < max_attempts, else the
 //   dead-letter queue (reason failed / unknown_urn) when dead-lettering is on,
 //   else the message is dropped (logged);
+// - a handler (or a middleware) that throws ReleaseDelivery hands the
+//   message back unhandled, after its delay, its body unchanged;
 // - poison (not JSON, not an acceptable envelope, rejected by the
 //   transport's schema-version gate) never reaches a handler and is never
 //   retried: it goes to the dead-letter queue with reason poison, bytes kept;
@@ -19,6 +21,8 @@
 #pragma once
 
 #include <babelqueue/message.hpp>
+#include <babelqueue/middleware.hpp>
+#include <babelqueue/release_delivery.hpp>
 #include <babelqueue/result.hpp>
 #include <babelqueue/transport.hpp>
 #include <babelqueue/typed_message.hpp>
@@ -92,7 +96,7 @@ struct RunSummary {
 class Worker {
  public:
   // A handler fails by throwing or by returning an error Result.
-  using Handler = std::function<Result<void>(const Message&)>;
+  using Handler = MessageHandler;
 
   // The worker borrows transport, which must outlive it.
   explicit Worker(Transport& transport, WorkerOptions options = {});
@@ -132,7 +136,13 @@ class Worker {
     });
   }
 
-  // Builds, encodes and publishes an envelope; returns its meta.id.
+  // Adds a middleware inside those of WorkerOptions::middleware and earlier
+  // use() calls (middleware.hpp gives the order). Before the first run() or
+  // publish(): afterwards it is an Errc::invalid_argument Error.
+  void use(std::shared_ptr<Middleware> middleware);
+
+  // Builds, encodes and publishes an envelope (through the publish side of
+  // the middleware); returns its meta.id.
   Result<std::string> publish(std::string_view urn, const Value& data, const PublishParams& params = {});
   template <TypedMessage T>
   Result<std::string> publish(const T& message, const PublishParams& params = {}) {

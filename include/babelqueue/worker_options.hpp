@@ -8,15 +8,18 @@
 #include <babelqueue/dead_letter.hpp>
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/log_sink.hpp>  // LogLevel, LogSink, stderr_log_sink
+#include <babelqueue/middleware.hpp>
 #include <babelqueue/transport.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace babelqueue {
 
@@ -109,6 +112,10 @@ struct WorkerOptions {
   std::chrono::milliseconds ack_linger{20};
   DecodeOptions decode;
   WorkerHooks hooks;
+  // Around every handler and every publish, the first listed outermost
+  // (middleware.hpp): idempotency, payload schemas, your own. Worker::use()
+  // adds more.
+  std::vector<std::shared_ptr<Middleware>> middleware;
   // Where the worker logs; an empty function silences it.
   LogSink log = stderr_log_sink();
 };

@@ -800,9 +800,9 @@ Result<std::unique_ptr<Client>> Client::connect(ConnectionOptions options) {
   if (auto checked = options.tls.check(); !checked) return unexpected(checked.error());
   if (options.tls.enabled) {
     // Proton reports an unreadable file only as a failed handshake.
-    for (const auto& [name, path] : {std::pair{"tls_ca", &options.tls.ca_file},
-                                     std::pair{"tls_cert", &options.tls.cert_file},
-                                     std::pair{"tls_key", &options.tls.key_file}}) {
+    for (const auto& [name, path] :
+         {std::pair{"tls_ca", &options.tls.ca_file}, std::pair{"tls_cert", &options.tls.cert_file},
+          std::pair{"tls_key", &options.tls.key_file}}) {
       if (!path->empty() && !std::ifstream(*path).good()) {
         return unexpected(Errc::invalid_argument, std::string(name) + " '" + *path + "' cannot be read");
       }

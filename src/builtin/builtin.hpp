@@ -7,10 +7,12 @@
 namespace babelqueue::builtin {
 
 // Registers every transport library this build contains with the URL
-// registry (memory:// is always there). Safe to call more than once.
+// registry (memory:// is always there), and their idempotency stores with
+// idempotency::open_store(). Safe to call more than once.
 void register_transports();
 
-// Adds the core sections and every transport's binding section to a runner.
+// Adds the core sections, every transport's binding section and the
+// optional components' sections (idempotency, payload_schema) to a runner.
 void add_conformance_sections(conformance::Runner& runner);
 
 }  // namespace babelqueue::builtin

@@ -21,4 +21,8 @@ const std::vector<BuiltinTransport>& builtin_transports();
 // built that has a conformance section.
 void add_each_conformance_section(conformance::Runner& runner);
 
+// Calls babelqueue::NAME::register_idempotency_store() of every transport
+// built that has an idempotency store (when babelqueue::idempotency is).
+void register_each_idempotency_store();
+
 }  // namespace babelqueue::builtin::detail

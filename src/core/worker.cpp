@@ -88,7 +88,7 @@ constexpr std::size_t kAckBatch = 10;
 class Worker::Impl {
  public:
   Impl(Transport& transport, std::unique_ptr<Transport> owned, WorkerOptions options)
-      : owned_(std::move(owned)), transport_(transport), options_(std::move(options)) {
+      : owned_(std::move(owned)), transport_(transport), options_(std::move(options)), chain_(options_.middleware) {
     if (options_.concurrency == 0) options_.concurrency = 1;
     if (options_.prefetch == 0) options_.prefetch = std::max<std::size_t>(options_.concurrency, kDefaultPrefetch);
     if (!options_.log) options_.log = [](LogLevel, std::string_view) {};
@@ -112,7 +112,14 @@ class Worker::Impl {
     fallback_ = std::move(handler);
   }
 
+  void use(std::shared_ptr<Middleware> middleware) {
+    if (sealed_.load()) throw Error(Errc::invalid_argument, "add middleware before the first run() or publish()");
+    chain_.add(std::move(middleware));
+  }
+
   Result<std::string> publish(std::string_view urn, const Value& data, const PublishParams& params) {
+    sealed_.store(true);
+    if (!chain_.empty()) return publish_through_middleware(urn, data, params);
     MakeOptions make;
     make.queue = params.queue.empty() ? options_.default_queue : params.queue;
     make.trace_id = params.trace_id;
@@ -130,10 +137,39 @@ class Worker::Impl {
     return std::string(env->id());
   }
 
+  // The same publish as a PublishRequest handed through the chain's publish
+  // side; the final step sends whatever envelope the request then holds.
+  Result<std::string> publish_through_middleware(std::string_view urn, const Value& data, const PublishParams& params) {
+    std::call_once(send_composed_, [this] {
+      send_ = chain_.compose_publish([this](PublishRequest& request) -> Result<void> {
+        const auto fields = binding::ContractFields::of(request.envelope);
+        request.options.contract = &fields;
+        auto sent = transport_.publish(request.queue, request.envelope.body(), request.options);
+        request.options.contract = nullptr;  // it pointed into this frame
+        return sent;
+      });
+    });
+    MakeOptions make;
+    make.queue = params.queue.empty() ? options_.default_queue : params.queue;
+    make.trace_id = params.trace_id;
+    auto env = Envelope::make(urn, data, make);
+    if (!env) return unexpected(env.error());
+    std::string queue(env->queue());
+    PublishRequest request{std::move(queue), std::move(*env), &data, {}};
+    request.options.headers = params.headers;
+    request.options.delay = params.delay;
+    request.options.ordering_key = params.ordering_key;
+    request.options.dedup_id = params.dedup_id;
+    if (auto r = send_(request); !r) return unexpected(r.error());
+    return std::string(request.envelope.id());
+  }
+
   // ---- consuming ----
 
   Result<RunSummary> run(std::vector<std::string> queues, RunLimits limits) {
     if (running_.exchange(true)) return unexpected(Errc::invalid_argument, "the worker is already running");
+    sealed_.store(true);
+    route_through_middleware();
     if (queues.empty()) queues.push_back(options_.default_queue);
     // A stop() that arrived before run() is honoured (run returns at once);
     // the flag is cleared when a run ends, for the next one.
@@ -183,6 +219,14 @@ class Worker::Impl {
   Transport& transport() noexcept { return transport_; }
 
  private:
+  // The handlers as a delivery reaches them: each one inside the chain,
+  // composed once per run (handlers may change between runs).
+  void route_through_middleware() {
+    routes_.clear();
+    for (const auto& [urn, handler] : handlers_) routes_.emplace(urn, chain_.wrap(handler));
+    fallback_route_ = fallback_ ? chain_.wrap(fallback_) : Handler();
+  }
+
   // Receives into the buffer while there is room, until stop or a limit.
   std::optional<ErrorInfo> receive_loop(const std::vector<std::string>& queues, const RunLimits& limits,
                                         RunSummary& summary) {
@@ -385,8 +429,8 @@ class Worker::Impl {
     }
     if (d.native_attempts)
       env.set_attempts(AttemptsRule{d.attempts_merge}.reconcile(env.attempts(), d.native_attempts));
-    const auto found = handlers_.find(env.urn());
-    const Handler* handler = found != handlers_.end() ? &found->second : (fallback_ ? &fallback_ : nullptr);
+    const auto found = routes_.find(env.urn());
+    const Handler* handler = found != routes_.end() ? &found->second : (fallback_route_ ? &fallback_route_ : nullptr);
     if (handler == nullptr) {
       unknown_urn(flight, env);
       return;
@@ -401,6 +445,9 @@ class Worker::Impl {
         if (ack_handled(flight)) metrics_.succeeded++;
         return;
       }
+    } catch (const ReleaseDelivery& later) {
+      release_unhandled(flight, later);
+      return;
     } catch (const std::exception& e) {
       error = e.what();
       exception_type = exception_type_name(e);
@@ -410,6 +457,20 @@ class Worker::Impl {
     }
     metrics_.failed++;
     retry_or_dead_letter(flight, env, DeadLetterReason::failed, error, exception_type);
+  }
+
+  // Not a failure: the message goes back as it came, its attempts
+  // unchanged. Without a native delay the handler thread waits the delay
+  // out first, so the message does not return in a hot loop.
+  void release_unhandled(Flight& flight, const ReleaseDelivery& later) {
+    log(LogLevel::debug, concat({"a message on ", flight.delivery.queue, " is handed back: ", later.what()}));
+    std::chrono::milliseconds delay = std::max(later.delay(), std::chrono::milliseconds(0));
+    if (caps_.max_delay.count() > 0) delay = std::min(delay, caps_.max_delay);
+    if (!caps_.native_delay) {
+      sleep_unless_stopped(delay);
+      delay = {};
+    }
+    if (flight.claim()) release(flight.delivery, delay, "handed back unhandled");
   }
 
   void unknown_urn(Flight& flight, Envelope& env) {
@@ -687,6 +748,14 @@ class Worker::Impl {
   Capabilities caps_;
   std::map<std::string, Handler, std::less<>> handlers_;
   Handler fallback_;  // handle_any(): for URNs without a handler of their own
+  // The middleware, sealed by the first run() or publish(); the handlers
+  // wrapped in it (for the current run) and the composed publish.
+  MiddlewareChain chain_;
+  std::atomic<bool> sealed_{false};
+  std::map<std::string, Handler, std::less<>> routes_;
+  Handler fallback_route_;
+  std::once_flag send_composed_;
+  PublishStep send_;
 
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};
@@ -732,6 +801,7 @@ Worker::~Worker() { stop(); }
 
 void Worker::add_handler(std::string urn, Handler handler) { impl_->add_handler(std::move(urn), std::move(handler)); }
 void Worker::handle_any(Handler handler) { impl_->set_fallback(std::move(handler)); }
+void Worker::use(std::shared_ptr<Middleware> middleware) { impl_->use(std::move(middleware)); }
 
 Result<std::string> Worker::publish(std::string_view urn, const Value& data, const PublishParams& params) {
   return impl_->publish(urn, data, params);

@@ -1,6 +1,7 @@
 #include "sqlite_database.hpp"
 
 #include <string>
+#include <thread>
 
 namespace babelqueue::sqlite_detail {
 namespace {
@@ -81,6 +82,38 @@ Result<std::string> Database::query_text(const char* sql, std::string_view doing
   if (rc == SQLITE_ROW) return statement->column_bytes(0);
   if (rc == SQLITE_DONE) return std::string{};
   return unexpected(error(rc, doing));
+}
+
+Result<std::string> path_from_url(const Url& url) {
+  if (url.scheme != "sqlite") return unexpected(Errc::invalid_argument, "not a sqlite:// URL: " + url.redacted());
+  if (!url.user.empty() || !url.password.empty() || url.port) {
+    return unexpected(
+        Errc::invalid_argument,
+        "sqlite:// takes a file path (sqlite://relative/path.db or sqlite:///absolute/path.db), not " + url.redacted());
+  }
+  if (url.host.empty()) {
+    if (url.path.empty())
+      return unexpected(Errc::invalid_argument, "sqlite:// needs a file path, e.g. sqlite://queue.db");
+    return "/" + url.path;  // sqlite:///var/q.db
+  }
+  return url.path.empty() ? url.host : url.host + "/" + url.path;  // sqlite://data/q.db
+}
+
+Result<void> use_wal(Database& db) {
+  // WAL: readers never block the writer and the writer never blocks readers,
+  // and a commit is one append to the log. Switching needs a moment of
+  // exclusive access, so a file being opened by several processes at once may
+  // answer BUSY; that is retried like any write.
+  Result<std::string> mode = unexpected(Errc::internal, "unreachable");
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    mode = db.query_text("PRAGMA journal_mode=WAL", "switch to WAL mode");
+    if (mode || mode.error().code() != Errc::timeout) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10 * (attempt + 1)));
+  }
+  if (!mode) return unexpected(mode.error());
+  // A file system without shared memory (some network mounts) keeps the
+  // rollback journal: still correct, only slower under load.
+  return {};
 }
 
 }  // namespace babelqueue::sqlite_detail

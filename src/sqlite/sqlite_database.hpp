@@ -6,6 +6,7 @@
 #pragma once
 
 #include <babelqueue/result.hpp>
+#include <babelqueue/url.hpp>
 
 #include <sqlite3.h>
 
@@ -32,6 +33,9 @@ using StatementHandle = std::unique_ptr<sqlite3_stmt, StatementFinalizer>;
 // Turns a SQLite result code into the SDK's error: lock contention is
 // Errc::timeout (retriable), file trouble is Errc::io, the rest is a bug.
 ErrorInfo translate_error(sqlite3* db, int code, std::string_view doing, std::string_view path);
+
+// The file a sqlite:// URL names (sqlite://rel/path.db, sqlite:///abs/path.db).
+Result<std::string> path_from_url(const Url& url);
 
 // True for the codes a retry may cure: another connection holds the lock.
 inline bool is_busy(int code) noexcept {
@@ -138,6 +142,10 @@ class Database {
   ConnectionHandle db_;
   std::string path_;
 };
+
+// Switches the connection to WAL mode, retrying while other processes
+// opening the same file at once keep it busy.
+Result<void> use_wal(Database& db);
 
 template <class Body>
 auto Database::write_transaction(std::string_view doing, Body&& body) -> decltype(body()) {

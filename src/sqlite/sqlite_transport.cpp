@@ -165,19 +165,7 @@ Result<void> sqlite::Transport::State::connect() {
   if (!opened) return unexpected(opened.error());
   db = std::move(*opened);
 
-  // WAL: readers never block the writer and the writer never blocks readers,
-  // and a commit is one append to the log. Switching needs a moment of
-  // exclusive access, so a file being opened by several processes at once may
-  // answer BUSY; that is retried like any write.
-  Result<std::string> mode = unexpected(Errc::internal, "unreachable");
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    mode = db.query_text("PRAGMA journal_mode=WAL", "switch to WAL mode");
-    if (mode || mode.error().code() != Errc::timeout) break;
-    std::this_thread::sleep_for(milliseconds(10 * (attempt + 1)));
-  }
-  if (!mode) return unexpected(mode.error());
-  // A file system without shared memory (some network mounts) keeps the
-  // rollback journal; the transport stays correct, only slower under load.
+  if (auto wal = sqlite_detail::use_wal(db); !wal) return wal;
 
   const char* synchronous =
       options.synchronous == Synchronous::full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
@@ -343,22 +331,10 @@ Result<std::unique_ptr<sqlite::Transport>> sqlite::Transport::open(Options optio
 }
 
 Result<sqlite::Transport::Options> sqlite::Transport::options_from_url(const Url& url) {
-  if (url.scheme != "sqlite") {
-    return unexpected(Errc::invalid_argument, "not a sqlite:// URL: " + url.redacted());
-  }
-  if (!url.user.empty() || !url.password.empty() || url.port) {
-    return unexpected(
-        Errc::invalid_argument,
-        "sqlite:// takes a file path (sqlite://relative/path.db or sqlite:///absolute/path.db), not " + url.redacted());
-  }
+  auto path = sqlite_detail::path_from_url(url);
+  if (!path) return unexpected(path.error());
   Options options;
-  if (url.host.empty()) {
-    if (url.path.empty())
-      return unexpected(Errc::invalid_argument, "sqlite:// needs a file path, e.g. sqlite://queue.db");
-    options.path = "/" + url.path;  // sqlite:///var/q.db
-  } else {
-    options.path = url.path.empty() ? url.host : url.host + "/" + url.path;  // sqlite://data/q.db
-  }
+  options.path = std::move(*path);
   UrlOptionReader read(url);
   read.duration("visibility_timeout", options.visibility_timeout, {.min = milliseconds(1)});
   read.duration("busy_timeout", options.busy_timeout, {.max = std::chrono::hours(24)});

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The conformance suite's `redis` block (payload identity) through the CLI,
-# against the real server over redis:// and rediss://.
+# The conformance suite's `redis` block (payload identity) and its
+# `idempotency` sequences on the Redis store, through the CLI, against the
+# real server over redis:// and rediss://.
 #   conformance_test.sh SOURCE_DIR BABELQUEUE_CLI SUITE_DIR
 set -uo pipefail
 src="$1"
@@ -19,6 +20,8 @@ for url in "$plain" "$tls"; do
   check "conformance exit status ($url)" 0 "$status"
   contains "produce: the list element is the envelope ($url)" "PASS redis.payload_identity.produce" "$out"
   contains "reserve: the same bytes come back ($url)" "PASS redis.payload_identity.reserve" "$out"
+  contains "idempotency on the Redis store ($url)" "PASS idempotency.redis" "$out"
+  contains "with the claim ($url)" ".claim.forget-allows-rerun" "$out"
   contains "nothing failed ($url)" " 0 failed" "$out"
 done
 finish

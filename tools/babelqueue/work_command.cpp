@@ -7,6 +7,11 @@
 #include <babelqueue/json.hpp>
 #include <babelqueue/worker.hpp>
 
+#if defined(BQ_CLI_IDEMPOTENCY)
+#include <babelqueue/idempotency/middleware.hpp>
+#include <babelqueue/idempotency/store_registry.hpp>
+#endif
+
 #include <algorithm>
 #include <csignal>
 #include <memory>
@@ -33,6 +38,10 @@ struct WorkArgs {
   std::int64_t backoff_max_ms = 300000;
   double backoff_multiplier = 2.0;
   double shutdown_deadline = 30;
+  // --idempotency: the store's URL (empty = off), the claim and its lease.
+  std::string idempotency;
+  bool no_claim = false;
+  double claim_lease = 30;
   // Whether the optional ones were given.
   bool idle_exit_given = false;
   bool backoff_given = false;
@@ -152,6 +161,20 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
     options.poll_timeout = std::clamp(*limits.idle_exit / 2, std::chrono::milliseconds(50), options.poll_timeout);
   }
   options.log = console_log_sink();
+#if defined(BQ_CLI_IDEMPOTENCY)
+  if (!args.idempotency.empty()) {
+    auto store = idempotency::open_store(args.idempotency);
+    if (!store) {
+      fail("work: cannot open the idempotency store " + redact_url(args.idempotency) + ": " + store.error().message());
+      return kExitFailure;
+    }
+    idempotency::Options guard;
+    guard.claim = !args.no_claim;
+    guard.claim_lease = std::max(std::chrono::milliseconds(3), seconds(args.claim_lease));
+    guard.log = console_log_sink();
+    options.middleware.push_back(std::make_shared<idempotency::Middleware>(std::move(*store), guard));
+  }
+#endif
 
   Worker worker(std::move(transport), std::move(options));
   const std::vector<std::string> base_environment = inherited_environment();
@@ -252,6 +275,20 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
       ->type_name("SECONDS");
+#if defined(BQ_CLI_IDEMPOTENCY)
+  work->add_option("--idempotency", args->idempotency,
+                   "Run each meta.id once: remember handled ids in this store (memory://, sqlite://FILE, redis://...) "
+                   "and ack their redeliveries without running CMD")
+      ->type_name("STORE_URL");
+  work->add_option("--claim-lease", args->claim_lease,
+                   "With --idempotency: how long an id's in-flight claim lasts unless renewed (a crashed worker's "
+                   "messages wait this long)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->type_name("SECONDS");
+  work->add_flag("--no-claim", args->no_claim,
+                 "With --idempotency: no in-flight claim, only the family's post-success seen-set");
+#endif
   work->callback([&action, &global, args, idle, initial, max, multiplier] {
     args->idle_exit_given = idle->count() > 0;
     args->backoff_given = initial->count() + max->count() + multiplier->count() > 0;

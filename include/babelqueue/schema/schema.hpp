@@ -1,0 +1,64 @@
+// Schema: a per-URN payload schema in the family's subset of JSON Schema
+// draft-07 (ADR 0024, library babelqueue::schema; docs/schema.md), checked
+// against an envelope's `data`.
+//
+// The subset, exactly as the sibling SDKs read it:
+//   type                  one name: object, array, string, integer, number,
+//                         boolean, null (a list of names, or an unknown name,
+//                         checks no type); a value of another type fails and
+//                         nothing else is checked on it
+//   required, properties  only where type is "object"
+//   additionalProperties  false forbids keys properties does not name (a
+//                         schema there is ignored); only where type is "object"
+//   items                 one schema for every element; only where type is "array"
+//   enum, const           JSON equality (1 equals 1.0), checked on every node
+//   minLength             counted in Unicode code points; only where type is "string"
+//   minimum               inclusive; only where type is "integer" or "number"
+// An integral float (1.0) is an integer. Every other keyword is ignored.
+// docs/schema.md lists the cases of the official JSON Schema test suite
+// where the subset deliberately answers otherwise.
+//
+// Thread-safety: a Schema is immutable once built; validate() may run on
+// any thread.
+#pragma once
+
+#include <babelqueue/result.hpp>
+#include <babelqueue/value.hpp>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace babelqueue::schema {
+
+// One rule a value broke.
+struct Violation {
+  std::string pointer;  // JSON pointer into data ("" = data itself, "/items/0/sku")
+  std::string rule;     // the keyword: type, required, additionalProperties, enum, const, minLength, minimum
+  std::string message;  // what was expected, e.g. "must be >= 1"
+};
+
+// "/order_id: minimum (must be >= 1)".
+std::string to_string(const Violation& violation);
+
+class Schema {
+ public:
+  // Builds a schema from its JSON text or value. Errc::invalid_json when
+  // the text is not JSON; Errc::invalid_argument when it is not an object
+  // or a keyword of the subset has a value of the wrong shape.
+  static Result<Schema> parse(std::string_view json);
+  static Result<Schema> from_value(const Value& schema);
+
+  // Every violation, in document order; empty when data is valid.
+  std::vector<Violation> validate(const Value& data) const;
+  bool valid(const Value& data) const { return validate(data).empty(); }
+
+  struct Node;
+
+ private:
+  explicit Schema(std::shared_ptr<const Node> root) : root_(std::move(root)) {}
+  std::shared_ptr<const Node> root_;
+};
+
+}  // namespace babelqueue::schema
