@@ -162,11 +162,13 @@ bq_ensure_curl() {
 # ---------------------------------------------------------------------------
 # Maven Central fetches: dependency:copy-dependencies on a generated pom.
 # ---------------------------------------------------------------------------
-# bq_mvn_fetch DEST LOGFILE DEPENDENCY_XML
+# bq_mvn_fetch DEST LOGFILE DEPENDENCY_XML [MANAGED_XML]
 # DEST/libs receives the jars; DEST/.complete marks a finished fetch, so a
-# second call is instant.
+# second call is instant. MANAGED_XML, when given, goes into the pom's
+# <dependencyManagement> (a BOM imported there fixes the versions of
+# dependencies that DEPENDENCY_XML names without one).
 bq_mvn_fetch() {
-  local dest="$1" logfile="$2" deps="$3"
+  local dest="$1" logfile="$2" deps="$3" managed="${4:-}"
   [[ -f "$dest/.complete" && -d "$dest/libs" ]] && return 0
   mkdir -p "$dest"
   local work="$dest/.fetch.$$"
@@ -181,7 +183,12 @@ bq_mvn_fetch() {
   <groupId>local.babelqueue.brokers</groupId>
   <artifactId>$(basename "$dest")</artifactId>
   <version>1</version>
-  <packaging>pom</packaging>
+  <packaging>pom</packaging>${managed:+
+  <dependencyManagement>
+    <dependencies>
+$managed
+    </dependencies>
+  </dependencyManagement>}
   <dependencies>
 $deps
   </dependencies>

@@ -8,9 +8,10 @@
 # start (URL is the only and last stdout line) -> status running ->
 # loopback-only listeners -> the broker answers -> start again (idempotent,
 # same pid) -> stop -> status stopped (exit 3) -> stop again. Redis and
-# Artemis also check that data survives a stop/start, Redis, RabbitMQ and
-# Artemis check their TLS port, and Artemis that it listens on no other port
-# and refuses a wrong password. A broker this test has no specific checks for
+# Artemis also check that data survives a stop/start, Redis, RabbitMQ,
+# Artemis and Pulsar check their TLS port, Artemis that it listens on no
+# other port and refuses a wrong password, and Pulsar that its every socket
+# is on 127.0.0.1 and that a start wipes the data. A broker this test has no specific checks for
 # gets the generic ones: a URL on 127.0.0.1, its first port open.
 #
 # By default the test runs in isolation: its own temporary state directory
@@ -78,6 +79,7 @@ url_regex() {
     kafka) echo '^kafka://127\.0\.0\.1:[0-9]+$' ;;
     sqs) echo '^sqs://us-east-1\?endpoint=http://127\.0\.0\.1:[0-9]+$' ;;
     artemis) echo '^artemis://admin:admin@127\.0\.0\.1:[0-9]+$' ;;
+    pulsar) echo '^pulsar://127\.0\.0\.1:[0-9]+$' ;;
     *) echo '^[a-z0-9+]+://.*127\.0\.0\.1:[0-9]+' ;;
   esac
 }
@@ -120,6 +122,13 @@ answers() {
         printf "AMQP\x03\x01\x00\x00" >&3
         reply="$(head -c 19 <&3 | od -An -tx1 | tr -d " \n")"
         [[ "$reply" == 414d515003010000????????02010000005340 ]]' _ "$port" ;;
+    pulsar)
+      # The binary protocol: a CONNECT frame is answered by CONNECTED (type 3).
+      timeout 5 bash -c '
+        exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+        printf "\x00\x00\x00\x0f\x00\x00\x00\x0b\x08\x02\x12\x07\x0a\x03bqt\x20\x0f" >&3
+        reply="$(head -c 10 <&3 | od -An -tx1 | tr -d " \n")"
+        [[ "$reply" == ????????????????0803 ]]' _ "$port" ;;
     sqs)
       curl -s --max-time 5 -X POST "http://127.0.0.1:$port/" \
         -H 'Content-Type: application/x-amz-json-1.0' -H 'X-Amz-Target: AmazonSQS.ListQueues' \
@@ -188,7 +197,7 @@ test_broker() {
   check "$name: answers on port $port" answers "$name" "$port"
 
   case "$name" in
-    redis|rabbitmq|artemis)
+    redis|rabbitmq|artemis|pulsar)
       local tls_port ca
       tls_port="$(info_value "$name" tls_port)"
       ca="$(info_value "$name" tls_ca)"
@@ -200,6 +209,17 @@ test_broker() {
   esac
   if [[ "$name" == redis ]]; then
     check "redis: write a key" test "$(timeout 5 redis-cli -p "$port" set bq:test:persist yes 2>/dev/null)" = OK
+  fi
+  if [[ "$name" == pulsar ]]; then
+    local admin
+    admin="$(info_value pulsar admin_url)"
+    check "pulsar: admin health answers ok" test "$(curl -s --max-time 10 "$admin/admin/v2/brokers/health")" = ok
+    check "pulsar: the admin port listens on 127.0.0.1 only" loopback_only "$(info_value pulsar http_port)"
+    check "pulsar: every socket of the broker is on 127.0.0.1" bash -c '
+      ! ss -Hltnup 2>/dev/null | grep "pid=$1," | awk "{print \$5}" | grep -v -E "^(127\.0\.0\.1|\[::ffff:127\.0\.0\.1\]):" | grep -q .' _ "$pid"
+    check "pulsar: create a topic" curl -s --fail --max-time 10 -X PUT "$admin/admin/v2/persistent/public/default/bq-test-wipe"
+    check "pulsar: the topic is listed" bash -c '
+      curl -s --max-time 10 "$1/admin/v2/persistent/public/default" | grep -q bq-test-wipe' _ "$admin"
   fi
   if [[ "$name" == artemis ]]; then
     local tls_port expected listening
@@ -242,6 +262,13 @@ test_broker() {
     check "artemis: restart after stop exits 0" test "$rc" -eq 0
     check "artemis: the durable message survived stop/start" artemis_queue_count bq.test.persist 1
     "$BROKER" stop artemis >/dev/null 2>&1
+  fi
+  if [[ "$name" == pulsar ]]; then
+    out="$("$BROKER" start pulsar 2>/dev/null)"; rc=$?
+    check "pulsar: restart after stop exits 0" test "$rc" -eq 0
+    check "pulsar: a start wipes the data (the topic is gone)" bash -c '
+      ! curl -s --max-time 10 "$1/admin/v2/persistent/public/default" | grep -q bq-test-wipe' _ "$(info_value pulsar admin_url)"
+    "$BROKER" stop pulsar >/dev/null 2>&1
   fi
   if [[ "$name" == rabbitmq ]]; then
     local epmd_port
