@@ -147,9 +147,11 @@ allowAutoTopicCreation=true
 allowAutoTopicCreationType=non-partitioned
 allowAutoSubscriptionCreation=true
 brokerDeleteInactiveTopicsEnabled=false
-# deliverAt/deliverAfter (Shared subscriptions only).
+# deliverAt/deliverAfter (Shared subscriptions only), never early: by default
+# a broker may deliver up to one tick before the time.
 delayedDeliveryEnabled=true
 delayedDeliveryTickTimeMillis=100
+isDelayedDeliveryDeliverAtTimeStrict=true
 # The native dead-letter topics and retries the clients ask for.
 authenticationEnabled=false
 authorizationEnabled=false
