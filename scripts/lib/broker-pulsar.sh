@@ -202,7 +202,10 @@ bq_pulsar_launch() {
   # A test broker starts empty: topics, subscriptions and metadata of an
   # earlier run would make tests depend on each other. The starter keeps its
   # metadata and the bookie's ledgers under data/ of its working directory.
-  rm -rf "$P_DIR/data"
+  # BQ_PULSAR_KEEP_DATA=1 keeps them (a restart in the middle of a test).
+  if [[ "${BQ_PULSAR_KEEP_DATA:-0}" != 1 ]]; then
+    rm -rf "$P_DIR/data"
+  fi
   local java=(
     java "-Xms128m" "-Xmx$BQ_PULSAR_HEAP" "-XX:MaxDirectMemorySize=$BQ_PULSAR_DIRECT_MEMORY"
     -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:TieredStopAtLevel=1 -XX:+ExitOnOutOfMemoryError
