@@ -8,6 +8,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -39,6 +40,10 @@ using boost::system::error_code;
 constexpr std::chrono::milliseconds kTick(50);
 // Lookups that redirect more often than this are given up.
 constexpr int kMaxRedirects = 20;
+// A batched entry of publish_batch(): at most this many messages, and closed
+// once its payloads reach this size (libpulsar's defaults: 1000 and 128 KiB).
+constexpr std::size_t kMaxBatchMessages = 1000;
+constexpr std::size_t kMaxBatchBytes = 128 * 1024;
 
 std::string ms_text(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
 
@@ -134,6 +139,7 @@ struct Conn {
 // One send() call.
 struct SendOp {
   std::vector<OutMessage> messages;
+  bool batch = false;        // consecutive messages may share a batched entry
   std::size_t answered = 0;  // receipts, errors and failures
   std::size_t confirmed = 0;
   std::size_t unknown = 0;  // on the wire when the connection dropped
@@ -153,7 +159,8 @@ struct Producer {
   std::string name;
   std::uint64_t next_sequence = 0;
   std::deque<std::pair<std::shared_ptr<SendOp>, std::size_t>> queued;
-  std::map<std::uint64_t, std::pair<std::shared_ptr<SendOp>, std::size_t>> in_flight;
+  // By the sequence id of each SEND: the call and its messages (several for a batched entry).
+  std::map<std::uint64_t, std::pair<std::shared_ptr<SendOp>, std::vector<std::size_t>>> in_flight;
   std::int64_t failures = 0;
   Clock::time_point next_attempt{};
 };
@@ -163,6 +170,7 @@ struct Producer {
 struct Entry {
   MessageId id;  // batch_index -1
   std::size_t outstanding = 0;
+  std::vector<std::int32_t> acked;  // batch indexes acknowledged, for a batch redelivered whole
   bool released = false;
   std::chrono::milliseconds delay{0};
 };
@@ -177,6 +185,10 @@ struct Consumer {
   std::uint64_t generation = 0;  // raised whenever held messages become stale
   std::deque<InMessage> buffer;
   std::uint32_t permits_owed = 0;  // messages taken out, to give back in FLOW
+  // Batched entries redelivered whole because one of their messages was
+  // released: the batch indexes already acknowledged, skipped when the entry
+  // comes back (ledger, entry -> indexes).
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<std::int32_t>> acked_in_batch;
   std::optional<ErrorInfo> error;  // the last open failure, reported once
   std::int64_t failures = 0;
   Clock::time_point next_attempt{};
@@ -186,6 +198,7 @@ struct Held {
   std::shared_ptr<Consumer> consumer;
   std::uint64_t generation = 0;
   std::shared_ptr<Entry> entry;
+  std::int32_t batch_index = -1;
 };
 
 struct DueRedelivery {
@@ -238,10 +251,12 @@ class Client::Impl {
 
   // ---- caller threads ----
 
-  Result<void> send(const std::string& topic, std::vector<OutMessage> messages, std::chrono::milliseconds timeout) {
+  Result<void> send(const std::string& topic, std::vector<OutMessage> messages, std::chrono::milliseconds timeout,
+                    bool batch) {
     if (messages.empty()) return {};
     auto op = std::make_shared<SendOp>();
     op->messages = std::move(messages);
+    op->batch = batch;
     std::unique_lock lock(mutex_);
     if (closed_) return closed_error();
     auto& producer = producers_[topic];
@@ -333,6 +348,8 @@ class Client::Impl {
     if (!ok) {
       entry.released = true;
       entry.delay = std::max(entry.delay, delay);
+    } else if (held.batch_index >= 0) {
+      entry.acked.push_back(held.batch_index);
     }
     if (--entry.outstanding > 0) return {};
     auto consumer = held.consumer;
@@ -733,7 +750,7 @@ class Client::Impl {
     p->next_attempt = Clock::now() + options_.reconnect.delay_for(p->failures);
     for (auto& [sequence, entry] : p->in_flight) {
       auto& op = entry.first;
-      op->answered++;
+      op->answered += entry.second.size();
       if (!op->error) {
         op->error = ErrorInfo{Errc::connection,
                               "the connection dropped before the broker confirmed (outcome unknown: "
@@ -752,6 +769,7 @@ class Client::Impl {
     consumer->generation++;
     consumer->buffer.clear();
     consumer->permits_owed = 0;
+    consumer->acked_in_batch.clear();
     consumer->failures++;
     consumer->next_attempt = Clock::now() + options_.reconnect.delay_for(consumer->failures);
     (void)error;
@@ -939,17 +957,43 @@ class Client::Impl {
       p->queued.pop_front();
       if (op->abandoned) continue;
       OutMessage& m = op->messages[index];
-      const std::uint64_t sequence = p->next_sequence++;
+      // A batch call's consecutive messages without a delay (deliver_at_time
+      // is per entry) share one batched entry, as libpulsar's producer does.
+      std::vector<std::size_t> members{index};
+      std::size_t batch_bytes = m.payload.size();
+      if (op->batch && !m.deliver_at) {
+        while (!p->queued.empty() && members.size() < kMaxBatchMessages && batch_bytes < kMaxBatchBytes) {
+          const auto& [next_op, next_index] = p->queued.front();
+          if (next_op != op || op->messages[next_index].deliver_at) break;
+          batch_bytes += op->messages[next_index].payload.size();
+          members.push_back(next_index);
+          p->queued.pop_front();
+        }
+      }
+      const std::uint64_t sequence = p->next_sequence;
+      p->next_sequence += members.size();
       MessageMetadata metadata;
       metadata.producer_name = p->name;
       metadata.sequence_id = sequence;
       metadata.publish_time = publish_time;
-      metadata.properties = m.properties;
-      metadata.partition_key = m.key;
-      metadata.deliver_at_time = m.deliver_at;
-      append_payload_frame(bytes, encode_send(p->id, sequence, 1), encode_metadata(metadata), m.payload);
-      p->in_flight.emplace(sequence, std::make_pair(op, index));
-      op->sent++;
+      if (members.size() == 1) {
+        metadata.properties = m.properties;
+        metadata.partition_key = m.key;
+        metadata.deliver_at_time = m.deliver_at;
+        append_payload_frame(bytes, encode_send(p->id, sequence, 1), encode_metadata(metadata), m.payload);
+      } else {
+        std::vector<EntryMessage> entries;
+        entries.reserve(members.size());
+        for (std::size_t i : members) {
+          OutMessage& member = op->messages[i];
+          entries.push_back(EntryMessage{member.properties, member.key, member.payload, -1});
+        }
+        metadata.num_messages_in_batch = static_cast<std::int32_t>(members.size());
+        append_payload_frame(bytes, encode_send(p->id, sequence, static_cast<std::int32_t>(members.size())),
+                             encode_metadata(metadata), build_batch(entries));
+      }
+      op->sent += members.size();
+      p->in_flight.emplace(sequence, std::make_pair(op, std::move(members)));
     }
     write_locked(p->conn, bytes);
   }
@@ -961,10 +1005,11 @@ class Client::Impl {
     auto it = p->in_flight.find(cmd.sequence_id);
     if (it == p->in_flight.end()) return;
     auto op = it->second.first;
+    const std::size_t count = it->second.second.size();
     p->in_flight.erase(it);
-    op->answered++;
+    op->answered += count;
     if (cmd.type == CommandType::send_receipt) {
-      op->confirmed++;
+      op->confirmed += count;
     } else if (!op->error) {
       op->error = server_error(cmd, "the broker refused a message on " + p->topic);
     }
@@ -1063,6 +1108,18 @@ class Client::Impl {
         return word >= ack_set.size() || ((static_cast<std::uint64_t>(ack_set[word]) >> bit) & 1U) == 0;
       });
     }
+    // The same, remembered by this consumer: the broker redelivers a batch
+    // whole when one of its messages was released.
+    const auto entry_key = std::make_pair(entry_id.ledger, entry_id.entry);
+    std::vector<std::int32_t> acked_before;
+    if (auto known = consumer->acked_in_batch.find(entry_key); known != consumer->acked_in_batch.end()) {
+      acked_before = std::move(known->second);
+      consumer->acked_in_batch.erase(known);
+      std::erase_if(messages, [&](const EntryMessage& m) {
+        return m.batch_index >= 0 &&
+               std::find(acked_before.begin(), acked_before.end(), m.batch_index) != acked_before.end();
+      });
+    }
     const auto delivered = static_cast<std::int32_t>(messages.size());
     if (announced > delivered) consumer->permits_owed += static_cast<std::uint32_t>(announced - delivered);
     if (messages.empty()) {
@@ -1072,6 +1129,7 @@ class Client::Impl {
     auto entry = std::make_shared<Entry>();
     entry->id = entry_id;
     entry->outstanding = messages.size();
+    entry->acked = std::move(acked_before);
     for (auto& m : messages) {
       InMessage in;
       in.handle = next_id();
@@ -1082,7 +1140,7 @@ class Client::Impl {
       in.id = entry_id;
       in.id.batch_index = m.batch_index;
       in.publish_time = metadata.publish_time;
-      held_.emplace(in.handle, Held{consumer, consumer->generation, entry});
+      held_.emplace(in.handle, Held{consumer, consumer->generation, entry, m.batch_index});
       consumer->buffer.push_back(std::move(in));
     }
     cv_.notify_all();
@@ -1094,6 +1152,7 @@ class Client::Impl {
       write_locked(consumer->conn, frame(encode_ack(consumer->id, {entry.id})));
       return;
     }
+    if (!entry.acked.empty()) consumer->acked_in_batch[{entry.id.ledger, entry.id.entry}] = entry.acked;
     if (entry.delay.count() > 0) {
       redeliveries_.push_back(DueRedelivery{Clock::now() + entry.delay, consumer, generation, entry.id});
       return;
@@ -1135,9 +1194,9 @@ Result<std::unique_ptr<Client>> Client::connect(ClientOptions options) {
 
 const ClientOptions& Client::options() const noexcept { return impl_->options(); }
 
-Result<void> Client::send(const std::string& topic, std::vector<OutMessage> messages,
-                          std::chrono::milliseconds timeout) {
-  return impl_->send(topic, std::move(messages), timeout);
+Result<void> Client::send(const std::string& topic, std::vector<OutMessage> messages, std::chrono::milliseconds timeout,
+                          bool batch) {
+  return impl_->send(topic, std::move(messages), timeout, batch);
 }
 
 Result<std::vector<InMessage>> Client::receive(const std::string& topic, const std::string& subscription,

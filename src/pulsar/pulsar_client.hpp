@@ -8,8 +8,9 @@
 //
 //   - send(): a producer per topic, opened on first use (LOOKUP, then
 //     PRODUCER on the owning broker). Every message of a call goes out at
-//     once with its own sequence id, in one write; the call returns when the
-//     broker has answered each one (SEND_RECEIPT or SEND_ERROR).
+//     once, in one write; the call returns when the broker has answered each
+//     one (SEND_RECEIPT or SEND_ERROR). A batch call packs consecutive
+//     messages into batched entries, as libpulsar's producer does.
 //   - receive(): a consumer per topic and subscription, opened on first use
 //     (SUBSCRIBE Shared at the earliest position, then FLOW). The broker pushes
 //     messages up to the permits given; receive() takes them from the buffer
@@ -20,7 +21,8 @@
 //     its batch is acknowledged; when one of them was negatively
 //     acknowledged, the entry is redelivered whole
 //     (REDELIVER_UNACKNOWLEDGED_MESSAGES, which raises its redeliveryCount)
-//     once all are settled.
+//     once all are settled; when it comes back, the messages this consumer
+//     acknowledged already are skipped.
 //   - A lost connection (reset, keepalive silence, a malformed frame) fails
 //     the sends waiting on it ("outcome unknown"), forgets what its
 //     consumers buffered and held (the broker redelivers those), and the
@@ -99,8 +101,10 @@ class Client {
   const ClientOptions& options() const noexcept;
 
   // Publishes every message to topic and waits for the broker's answer to
-  // each, at most timeout.
-  Result<void> send(const std::string& topic, std::vector<OutMessage> messages, std::chrono::milliseconds timeout);
+  // each, at most timeout. batch: consecutive messages without a delay go
+  // out as batched entries (up to 1000 messages or 128 KiB each).
+  Result<void> send(const std::string& topic, std::vector<OutMessage> messages, std::chrono::milliseconds timeout,
+                    bool batch = false);
 
   // Up to max messages of topic's subscription, waiting up to wait for the first.
   Result<std::vector<InMessage>> receive(const std::string& topic, const std::string& subscription, std::size_t max,

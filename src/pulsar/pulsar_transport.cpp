@@ -210,7 +210,7 @@ Result<void> Transport::publish_batch(std::span<const OutgoingMessage> messages)
   for (auto& [t, batch] : groups) {
     if (auto ok = state_->check_topic(t); !ok) return ok;
     const std::size_t n = batch.size();
-    auto sent = state_->client->send(t, std::move(batch), state_->options.publish_timeout);
+    auto sent = state_->client->send(t, std::move(batch), state_->options.publish_timeout, true);
     if (!sent) {
       return unexpected(sent.error().code(), "pulsar: batch publish to " + t + " (" + std::to_string(done) +
                                                  " messages of earlier topics published): " + sent.error().message());

@@ -234,8 +234,68 @@ TEST(PulsarIntegration, BadSettingsAreClearErrorsWithinTheConnectTimeout) {
   const auto started_tls = Clock::now();
   auto plain_on_tls = bq::open_transport("pulsar://127.0.0.1:" + info.at("tls_port") + "?connect_timeout=2s");
   ASSERT_FALSE(plain_on_tls);
-  EXPECT_TRUE(plain_on_tls.error().code() == bq::Errc::connection ||
-              plain_on_tls.error().code() == bq::Errc::timeout)
+  EXPECT_TRUE(plain_on_tls.error().code() == bq::Errc::connection || plain_on_tls.error().code() == bq::Errc::timeout)
       << plain_on_tls.error().message();
   EXPECT_LT(Clock::now() - started_tls, 4s);
+}
+
+TEST(PulsarIntegration, ABatchPublishSharesEntriesAndEachMessageKeepsItsPropertiesAndKey) {
+  auto transport = open();
+  ASSERT_TRUE(transport);
+  const std::string queue = bq::testing::unique_queue("batch");
+  std::vector<bq::OutgoingMessage> batch;
+  for (int i = 0; i < 5; ++i) {
+    bq::OutgoingMessage m{queue, fixture("order-created.json"), {}};
+    m.options.ordering_key = "key-" + std::to_string(i);
+    m.options.headers = {{"n", std::to_string(i)}};
+    batch.push_back(std::move(m));
+  }
+  ASSERT_TRUE(transport->publish_batch(batch));
+  auto got = raw_receive(transport->topic(queue), 5);
+  ASSERT_EQ(got.size(), 5U);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(got[static_cast<std::size_t>(i)].key, "key-" + std::to_string(i));
+    EXPECT_EQ(as_map(got[static_cast<std::size_t>(i)].properties).at("n"), std::to_string(i));
+    EXPECT_EQ(as_map(got[static_cast<std::size_t>(i)].properties).at("bq-job"), "urn:babel:orders:created");
+    // One entry for the five: the same ledger and entry, batch indexes 0..4.
+    EXPECT_EQ(got[static_cast<std::size_t>(i)].id.entry, got[0].id.entry);
+    EXPECT_EQ(got[static_cast<std::size_t>(i)].id.batch_index, i);
+  }
+}
+
+TEST(PulsarIntegration, ReleasingOneMessageOfABatchRedeliversOnlyThatOne) {
+  auto transport = open();
+  ASSERT_TRUE(transport);
+  const std::string queue = bq::testing::unique_queue("batch-release");
+  std::vector<bq::OutgoingMessage> batch;
+  for (int i = 0; i < 4; ++i) {
+    bq::OutgoingMessage m{queue, fixture("order-created.json"), {}};
+    m.options.headers = {{"n", std::to_string(i)}};
+    batch.push_back(std::move(m));
+  }
+  ASSERT_TRUE(transport->publish_batch(batch));
+  std::vector<bq::Delivery> first;
+  const auto deadline = Clock::now() + 10s;
+  while (first.size() < 4 && Clock::now() < deadline) {
+    auto got = transport->receive(queue, 4, 1s);
+    ASSERT_TRUE(got);
+    for (auto& d : *got) first.push_back(std::move(d));
+  }
+  ASSERT_EQ(first.size(), 4U);
+  for (const auto& d : first) {
+    if (d.headers.at("n") == "2") {
+      ASSERT_TRUE(transport->release(d));
+    } else {
+      ASSERT_TRUE(transport->ack(d));
+    }
+  }
+  auto again = transport->receive(queue, 4, 10s);
+  ASSERT_TRUE(again);
+  ASSERT_EQ(again->size(), 1U);
+  EXPECT_EQ(again->front().headers.at("n"), "2");
+  EXPECT_EQ(again->front().native_attempts, 1);
+  ASSERT_TRUE(transport->ack(again->front()));
+  auto empty = transport->receive(queue, 4, 1s);
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->empty());
 }
