@@ -393,6 +393,8 @@ class Client::Impl {
   }
 
   void close(std::chrono::milliseconds deadline) {
+    // One close at a time: a second caller waits for the first to finish.
+    std::lock_guard closing(close_mutex_);
     {
       std::lock_guard lock(mutex_);
       if (closed_ && !thread_.joinable()) return;
@@ -1168,6 +1170,7 @@ class Client::Impl {
   asio::steady_timer tick_;
   std::thread thread_;
 
+  std::mutex close_mutex_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool closed_ = false;
