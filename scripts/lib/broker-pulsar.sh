@@ -1,8 +1,8 @@
 # shellcheck shell=bash disable=SC2034  # globals are read by scripts/broker
 # Apache Pulsar 4.x standalone (jars from Maven Central, run with Java 17) on
 # 127.0.0.1: the binary protocol on a plain and a TLS port, the admin HTTP
-# port, and the in-process bookie on a free loopback port; no functions
-# worker, no stream storage.
+# port, and the in-process bookie's port; no functions worker, no stream
+# storage.
 # The data is wiped on every start.
 # Sourced by scripts/broker.
 
@@ -10,18 +10,21 @@ bq_pulsar_setup() {
   bq_port_default BQ_PULSAR_PORT 6650
   bq_port_default BQ_PULSAR_TLS_PORT 6651
   bq_port_default BQ_PULSAR_HTTP_PORT 8095
+  bq_port_default BQ_PULSAR_BOOKIE_PORT 3191
   BQ_PULSAR_VERSION="${BQ_PULSAR_VERSION:-4.2.4}"
   BQ_PULSAR_HEAP="${BQ_PULSAR_HEAP:-512m}"
   BQ_PULSAR_DIRECT_MEMORY="${BQ_PULSAR_DIRECT_MEMORY:-512m}"
   bq_validate_port BQ_PULSAR_PORT "$BQ_PULSAR_PORT"
   bq_validate_port BQ_PULSAR_HTTP_PORT "$BQ_PULSAR_HTTP_PORT"
+  bq_validate_port BQ_PULSAR_BOOKIE_PORT "$BQ_PULSAR_BOOKIE_PORT"
   if [[ "$BQ_PULSAR_TLS_PORT" != 0 ]]; then
     bq_validate_port BQ_PULSAR_TLS_PORT "$BQ_PULSAR_TLS_PORT"
   fi
   local ports
-  ports="$(printf '%s\n' "$BQ_PULSAR_PORT" "$BQ_PULSAR_HTTP_PORT" "$BQ_PULSAR_TLS_PORT" | grep -v '^0$')"
+  ports="$(printf '%s\n' "$BQ_PULSAR_PORT" "$BQ_PULSAR_HTTP_PORT" "$BQ_PULSAR_BOOKIE_PORT" "$BQ_PULSAR_TLS_PORT" |
+    grep -v '^0$')"
   [[ "$(sort -u <<<"$ports" | wc -l)" == "$(wc -l <<<"$ports")" ]] ||
-    bq_die "BQ_PULSAR_PORT, BQ_PULSAR_TLS_PORT and BQ_PULSAR_HTTP_PORT must differ"
+    bq_die "BQ_PULSAR_PORT, BQ_PULSAR_TLS_PORT, BQ_PULSAR_HTTP_PORT and BQ_PULSAR_BOOKIE_PORT must differ"
   [[ "$BQ_PULSAR_VERSION" =~ ^[34]\.[0-9]+\.[0-9]+$ ]] ||
     bq_die "BQ_PULSAR_VERSION must be a 3.x.y or 4.x.y release (got '$BQ_PULSAR_VERSION')"
   [[ "$BQ_PULSAR_HEAP" =~ ^[0-9]+[mMgG]$ ]] || bq_die "BQ_PULSAR_HEAP must look like 512m or 1g (got '$BQ_PULSAR_HEAP')"
@@ -48,7 +51,7 @@ bq_pulsar_tls_url() {
 }
 
 bq_pulsar_ports() {
-  printf '%s\n' "$BQ_PULSAR_PORT" "$BQ_PULSAR_HTTP_PORT"
+  printf '%s\n' "$BQ_PULSAR_PORT" "$BQ_PULSAR_HTTP_PORT" "$BQ_PULSAR_BOOKIE_PORT"
   [[ "$BQ_PULSAR_TLS_PORT" == 0 ]] || printf '%s\n' "$BQ_PULSAR_TLS_PORT"
 }
 
@@ -128,8 +131,8 @@ brokerServicePort=$BQ_PULSAR_PORT
 webServicePort=$BQ_PULSAR_HTTP_PORT
 $tls_conf
 # The in-process bookie reads this file too: without these it binds 0.0.0.0.
-# It takes a free port of its own choosing (the standalone starter picks it),
-# on the loopback interface.
+# With allowEphemeralPorts it takes --bookkeeper-port (without, a free port
+# of the starter's choosing; bookiePort here is not read).
 allowEphemeralPorts=true
 listeningInterface=lo
 allowLoopback=true
@@ -221,7 +224,7 @@ bq_pulsar_launch() {
     "-Dlog4j2.configurationFile=$P_DIR/log4j2.xml" -Dlog4j2.disableJmx=true
     "-Dpulsar.log.dir=$P_DIR" -cp "$P_HOME/libs/*"
     org.apache.pulsar.PulsarStandaloneStarter --config "$P_DIR/standalone.conf" -nfw -nss
-    --advertised-address 127.0.0.1
+    --bookkeeper-port "$BQ_PULSAR_BOOKIE_PORT" --advertised-address 127.0.0.1
   )
   bq_spawn "$P_DIR" "$P_PIDFILE" "$P_LOG" "${java[@]}"
 }
@@ -250,6 +253,7 @@ bq_pulsar_info() {
   echo "port=$BQ_PULSAR_PORT"
   echo "tls_port=$BQ_PULSAR_TLS_PORT"
   echo "http_port=$BQ_PULSAR_HTTP_PORT"
+  echo "bookie_port=$BQ_PULSAR_BOOKIE_PORT"
   echo "admin_url=http://127.0.0.1:$BQ_PULSAR_HTTP_PORT"
   echo "version=$BQ_PULSAR_VERSION"
   echo "classpath=$P_HOME/libs/*"
