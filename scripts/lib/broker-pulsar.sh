@@ -12,6 +12,9 @@ bq_pulsar_setup() {
   bq_port_default BQ_PULSAR_HTTP_PORT 8095
   bq_port_default BQ_PULSAR_BOOKIE_PORT 3191
   BQ_PULSAR_VERSION="${BQ_PULSAR_VERSION:-4.2.4}"
+  BQ_PULSAR_AUTH="${BQ_PULSAR_AUTH:-}"
+  [[ -z "$BQ_PULSAR_AUTH" || "$BQ_PULSAR_AUTH" == token ]] ||
+    bq_die "BQ_PULSAR_AUTH must be empty or token (got '$BQ_PULSAR_AUTH')"
   BQ_PULSAR_HEAP="${BQ_PULSAR_HEAP:-512m}"
   BQ_PULSAR_DIRECT_MEMORY="${BQ_PULSAR_DIRECT_MEMORY:-512m}"
   bq_validate_port BQ_PULSAR_PORT "$BQ_PULSAR_PORT"
@@ -34,6 +37,7 @@ bq_pulsar_setup() {
   P_LOG="$P_DIR/pulsar.log"
   P_PIDFILE="$P_DIR/pulsar.pid"
   P_TLS="$P_DIR/tls"
+  P_AUTH="$P_DIR/auth"
   P_HOME="$BQ_CACHE_BASE/pulsar-$BQ_PULSAR_VERSION"
   # 10 s on an idle machine, up to about 65 s while builds keep both cores busy.
   P_TIMEOUT="${BQ_START_TIMEOUT:-180}"
@@ -102,17 +106,52 @@ bq_pulsar_pid() { bq_pidfile_pid "$P_PIDFILE" "$P_DIR"; }
 # standalone starter creates after the broker is up, exists.
 bq_pulsar_probe() {
   bq_port_open "$BQ_PULSAR_PORT" || return 1
-  local base="http://127.0.0.1:$BQ_PULSAR_HTTP_PORT/admin/v2"
-  [[ "$(curl -s --max-time 10 "$base/brokers/health" 2>/dev/null)" == ok ]] || return 1
-  curl -s --max-time 10 "$base/namespaces/public" 2>/dev/null | grep -q '"public/default"' || return 1
+  local base="http://127.0.0.1:$BQ_PULSAR_HTTP_PORT/admin/v2" curl=(curl -s --max-time 10)
+  if [[ "$BQ_PULSAR_AUTH" == token ]]; then
+    curl+=(-H "Authorization: Bearer $(cat "$P_AUTH/admin.token" 2>/dev/null)")
+  fi
+  [[ "$("${curl[@]}" "$base/brokers/health" 2>/dev/null)" == ok ]] || return 1
+  "${curl[@]}" "$base/namespaces/public" 2>/dev/null | grep -q '"public/default"' || return 1
   if [[ "$BQ_PULSAR_TLS_PORT" != 0 ]]; then
     timeout 10 openssl s_client -connect "127.0.0.1:$BQ_PULSAR_TLS_PORT" -CAfile "$P_TLS/ca.crt" \
       -verify_return_error -brief </dev/null >/dev/null 2>&1 || return 1
   fi
 }
 
+# Token authentication (BQ_PULSAR_AUTH=token): a secret key (HS256) made
+# once, and a token for the role admin signed with it (a JWT whose subject is
+# admin), for the tests and the broker's own client.
+bq_pulsar_write_auth() {
+  [[ -s "$P_AUTH/secret.key" && -s "$P_AUTH/admin.token" ]] && return 0
+  mkdir -p "$P_AUTH"
+  python3 - "$P_AUTH" <<'PY' || bq_die "could not make the Pulsar token files in $P_AUTH"
+import base64, hashlib, hmac, json, os, sys
+directory = sys.argv[1]
+key = os.urandom(32)
+def b64(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=")
+header = b64(json.dumps({"alg": "HS256"}, separators=(",", ":")).encode())
+payload = b64(json.dumps({"sub": "admin"}, separators=(",", ":")).encode())
+signature = b64(hmac.new(key, header + b"." + payload, hashlib.sha256).digest())
+old = os.umask(0o077)
+with open(os.path.join(directory, "secret.key"), "wb") as f:
+    f.write(key)
+with open(os.path.join(directory, "admin.token"), "w") as f:
+    f.write((header + b"." + payload + b"." + signature).decode())
+os.umask(old)
+PY
+}
+
 bq_pulsar_write_conf() {
-  local tls_conf=""
+  local tls_conf="" auth_conf="authenticationEnabled=false"
+  if [[ "$BQ_PULSAR_AUTH" == token ]]; then
+    auth_conf="authenticationEnabled=true
+authenticationProviders=org.apache.pulsar.broker.authentication.AuthenticationProviderToken
+tokenSecretKey=file://$P_AUTH/secret.key
+superUserRoles=admin
+brokerClientAuthenticationPlugin=org.apache.pulsar.client.impl.auth.AuthenticationToken
+brokerClientAuthenticationParameters=file://$P_AUTH/admin.token"
+  fi
   if [[ "$BQ_PULSAR_TLS_PORT" != 0 ]]; then
     tls_conf="brokerServicePortTls=$BQ_PULSAR_TLS_PORT
 tlsCertificateFilePath=$P_TLS/server.crt
@@ -155,8 +194,8 @@ brokerDeleteInactiveTopicsEnabled=false
 delayedDeliveryEnabled=true
 delayedDeliveryTickTimeMillis=100
 isDelayedDeliveryDeliverAtTimeStrict=true
-# The native dead-letter topics and retries the clients ask for.
-authenticationEnabled=false
+# No authentication unless BQ_PULSAR_AUTH=token; no authorization.
+$auth_conf
 authorizationEnabled=false
 functionsWorkerEnabled=false
 webSocketServiceEnabled=false
@@ -201,6 +240,7 @@ EOF
 
 bq_pulsar_launch() {
   [[ "$BQ_PULSAR_TLS_PORT" == 0 ]] || bq_gen_tls "$P_TLS"
+  [[ "$BQ_PULSAR_AUTH" != token ]] || bq_pulsar_write_auth
   bq_pulsar_write_conf
   # A test broker starts empty: topics, subscriptions and metadata of an
   # earlier run would make tests depend on each other. The starter keeps its
@@ -249,6 +289,10 @@ bq_pulsar_info() {
     echo "tls_ca=$P_TLS/ca.crt"
     echo "tls_cert=$P_TLS/client.crt"
     echo "tls_key=$P_TLS/client.key"
+  fi
+  if [[ "$BQ_PULSAR_AUTH" == token ]]; then
+    echo "auth=token"
+    echo "token_file=$P_AUTH/admin.token"
   fi
   echo "port=$BQ_PULSAR_PORT"
   echo "tls_port=$BQ_PULSAR_TLS_PORT"
