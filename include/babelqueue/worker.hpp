@@ -102,6 +102,11 @@ class Worker {
   explicit Worker(Transport& transport, WorkerOptions options = {});
   // The worker owns transport.
   explicit Worker(std::unique_ptr<Transport> transport, WorkerOptions options = {});
+  // Stops a run() in progress on another thread and waits until it has
+  // returned (in-flight handlers get the shutdown deadline), so destroying a
+  // running Worker is safe. A run() that has not started yet when the
+  // destructor runs is the caller's to prevent: join the thread that calls
+  // run(), or destroy the Worker only after it has started.
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;

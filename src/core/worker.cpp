@@ -201,9 +201,22 @@ class Worker::Impl {
       summary.processed = processed_;
     }
     stop_requested_.store(false);
-    running_.store(false);
+    {
+      // The last touch of *this: a destructor waiting in stop_and_wait()
+      // may free it as soon as the lock is released.
+      std::lock_guard lock(mutex_);
+      running_.store(false);
+      changed_.notify_all();
+    }
     if (fatal) return unexpected(*fatal);
     return summary;
+  }
+
+  // stop(), then waits until a run() in progress on another thread returned.
+  void stop_and_wait() noexcept {
+    stop();
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return !running_.load(); });
   }
 
   void stop() noexcept {
@@ -797,7 +810,7 @@ Worker::Worker(std::unique_ptr<Transport> transport, WorkerOptions options) {
   impl_ = std::make_unique<Impl>(ref, std::move(transport), std::move(options));
 }
 
-Worker::~Worker() { stop(); }
+Worker::~Worker() { impl_->stop_and_wait(); }
 
 void Worker::add_handler(std::string urn, Handler handler) { impl_->add_handler(std::move(urn), std::move(handler)); }
 void Worker::handle_any(Handler handler) { impl_->set_fallback(std::move(handler)); }
