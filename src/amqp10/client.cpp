@@ -5,6 +5,12 @@
 #include <babelqueue/error.hpp>
 #include <babelqueue/uuid.hpp>
 
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <proton/connection.hpp>
 #include <proton/connection_options.hpp>
 #include <proton/container.hpp>
@@ -21,13 +27,6 @@
 #include <proton/tracker.hpp>
 #include <proton/transport.hpp>
 #include <proton/work_queue.hpp>
-
-#include <algorithm>
-#include <condition_variable>
-#include <deque>
-#include <map>
-#include <mutex>
-#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -134,9 +133,9 @@ class Client::Impl final : public proton::messaging_handler {
     });
     if (state_ == State::open) return {};
     (void)settled;
-    ErrorInfo error = last_error_.value_or(ErrorInfo{
-        Errc::timeout, "no AMQP connection to " + endpoint() + " within " +
-                           std::to_string(options_.connect_timeout.count()) + " ms"});
+    ErrorInfo error =
+        last_error_.value_or(ErrorInfo{Errc::timeout, "no AMQP connection to " + endpoint() + " within " +
+                                                          std::to_string(options_.connect_timeout.count()) + " ms"});
     lock.unlock();
     close(std::chrono::seconds(1));
     return unexpected(std::move(error));
@@ -166,7 +165,8 @@ class Client::Impl final : public proton::messaging_handler {
     op->abandoned = true;
     const std::size_t not_sent = op->messages.size() - op->sent;
     const std::size_t unknown = op->sent - std::min(op->sent, op->settled) + op->unknown;
-    std::string text = done && state_ == State::closed ? "the AMQP client was closed" : "no disposition from the broker";
+    std::string text =
+        done && state_ == State::closed ? "the AMQP client was closed" : "no disposition from the broker";
     text += " for " + std::to_string(op->messages.size() - op->confirmed) + " of " +
             std::to_string(op->messages.size()) + " messages to '" + op->address + "' within " +
             std::to_string(timeout.count()) + " ms: " + std::to_string(not_sent) + " not sent, " +
@@ -480,9 +480,10 @@ class Client::Impl final : public proton::messaging_handler {
         op->settled++;
         op->unknown++;
         if (!op->error) {
-          op->error = ErrorInfo{Errc::connection, "the connection dropped before the broker confirmed (outcome "
-                                                  "unknown: the message may have arrived): " +
-                                                      error.message()};
+          op->error = ErrorInfo{Errc::connection,
+                                "the connection dropped before the broker confirmed (outcome "
+                                "unknown: the message may have arrived): " +
+                                    error.message()};
         }
       }
       in_flight_.clear();
@@ -598,8 +599,8 @@ class Client::Impl final : public proton::messaging_handler {
     try {
       in->link = connection_.open_receiver(in->address, ro);
     } catch (const std::exception& e) {
-      receiver_failed_for(in, ErrorInfo{Errc::connection, "could not open a receiver on '" + in->address + "': " +
-                                                              e.what()});
+      receiver_failed_for(
+          in, ErrorInfo{Errc::connection, "could not open a receiver on '" + in->address + "': " + e.what()});
       return;
     }
     if (options_.receiver_settles_second) detail::request_receiver_settles_second(in->link);
@@ -617,7 +618,8 @@ class Client::Impl final : public proton::messaging_handler {
     }
     const std::int64_t window = options_.credit_window;
     const std::int64_t want = window - in->link.credit() - static_cast<std::int64_t>(buffered);
-    if (want > 0 && want >= std::max<std::int64_t>(1, window / 2)) in->link.add_credit(static_cast<std::uint32_t>(want));
+    if (want > 0 && want >= std::max<std::int64_t>(1, window / 2))
+      in->link.add_credit(static_cast<std::uint32_t>(want));
   }
 
   void receiver_failed(proton::receiver& r, const proton::error_condition& condition) {
