@@ -757,9 +757,16 @@ class Client::Impl final : public proton::messaging_handler {
     std::lock_guard lock(mutex_);
     connection_work_ = nullptr;
     state_ = State::closed;
+    // Sends still on the wire: the caller must not read them as accepted.
     for (auto& [tracker, ref] : in_flight_) {
-      ref.first->settled++;
-      ref.first->unknown++;
+      auto& op = ref.first;
+      op->settled++;
+      op->unknown++;
+      if (!op->error) {
+        op->error = ErrorInfo{Errc::closed,
+                              "the AMQP client was closed before the broker confirmed (outcome "
+                              "unknown: the message may have arrived)"};
+      }
     }
     in_flight_.clear();
     cv_.notify_all();
