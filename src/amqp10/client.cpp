@@ -488,9 +488,21 @@ class Client::Impl final : public proton::messaging_handler {
         }
       }
       in_flight_.clear();
-      // Messages buffered or held: the broker delivers them again.
+      // Messages buffered or held: the broker delivers them again. The
+      // receiver links died with the connection: forgetting them lets
+      // on_connection_open() attach new ones (open_receiver() skips an
+      // address whose link reports itself active, and a link of the
+      // dropped connection still does).
       held_.clear();
-      for (auto& [address, in] : inbound_) in->buffer.clear();
+      for (auto& [address, in] : inbound_) {
+        in->buffer.clear();
+        in->link = proton::receiver();
+      }
+      // A drain posted to the dropped connection's work queue may never
+      // run once that connection is gone: left set, the flag would keep
+      // every later drain from being posted, on_connection_open()'s
+      // included. A drain that does run late is harmless.
+      drain_posted_ = false;
       if (was_open) {
         ++reconnects_;
         log(LogLevel::warning, error.message() + "; reconnecting");
@@ -746,9 +758,16 @@ class Client::Impl final : public proton::messaging_handler {
     std::lock_guard lock(mutex_);
     connection_work_ = nullptr;
     state_ = State::closed;
+    // Sends still on the wire: the caller must not read them as accepted.
     for (auto& [tracker, ref] : in_flight_) {
-      ref.first->settled++;
-      ref.first->unknown++;
+      auto& op = ref.first;
+      op->settled++;
+      op->unknown++;
+      if (!op->error) {
+        op->error = ErrorInfo{Errc::closed,
+                              "the AMQP client was closed before the broker confirmed (outcome "
+                              "unknown: the message may have arrived)"};
+      }
     }
     in_flight_.clear();
     cv_.notify_all();
