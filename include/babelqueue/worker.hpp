@@ -98,7 +98,9 @@ class Worker {
   // A handler fails by throwing or by returning an error Result.
   using Handler = MessageHandler;
 
-  // The worker borrows transport, which must outlive it.
+  // The worker borrows transport, which must outlive it. Options out of
+  // their range (WorkerOptions::check) throw Error(Errc::invalid_argument)
+  // naming the field.
   explicit Worker(Transport& transport, WorkerOptions options = {});
   // The worker owns transport.
   explicit Worker(std::unique_ptr<Transport> transport, WorkerOptions options = {});

@@ -85,11 +85,43 @@ constexpr std::size_t kDefaultPrefetch = 16;
 // one after WorkerOptions::ack_linger.
 constexpr std::size_t kAckBatch = 10;
 
+Result<void> WorkerOptions::check() const {
+  auto bad = [](std::string_view field, const std::string& value, std::string_view expected) -> Result<void> {
+    return unexpected(Errc::invalid_argument,
+                      "WorkerOptions::" + std::string(field) + " is " + value + ", expected " + std::string(expected));
+  };
+  auto ms = [](std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; };
+  if (default_queue.empty()) return bad("default_queue", "empty", "a queue name");
+  if (max_attempts < 1 || max_attempts > 1000000) {
+    return bad("max_attempts", std::to_string(max_attempts), "a count from 1 to 1000000");
+  }
+  if (concurrency < 1 || concurrency > 4096) {
+    return bad("concurrency", std::to_string(concurrency), "a number of handler threads from 1 to 4096");
+  }
+  if (prefetch > 1000000) return bad("prefetch", std::to_string(prefetch), "0 (automatic) to 1000000");
+  const std::pair<std::string_view, std::chrono::milliseconds> durations[] = {
+      {"unknown_urn_release_delay", unknown_urn_release_delay},
+      {"poll_timeout", poll_timeout},
+      {"release_delay_on_error", release_delay_on_error},
+      {"shutdown_deadline", shutdown_deadline},
+      {"lease_extension", lease_extension},
+      {"ack_linger", ack_linger}};
+  for (const auto& [field, value] : durations) {
+    if (value.count() < 0) return bad(field, ms(value), "0 ms or more");
+  }
+  if (retry_backoff) {
+    if (auto ok = retry_backoff->check("WorkerOptions::retry_backoff"); !ok) return ok;
+  }
+  return receive_error_backoff.check("WorkerOptions::receive_error_backoff");
+}
+
 class Worker::Impl {
  public:
   Impl(Transport& transport, std::unique_ptr<Transport> owned, WorkerOptions options)
-      : owned_(std::move(owned)), transport_(transport), options_(std::move(options)), chain_(options_.middleware) {
-    if (options_.concurrency == 0) options_.concurrency = 1;
+      : owned_(std::move(owned)),
+        transport_(transport),
+        options_(checked(std::move(options))),
+        chain_(options_.middleware) {
     if (options_.prefetch == 0) options_.prefetch = std::max<std::size_t>(options_.concurrency, kDefaultPrefetch);
     if (!options_.log) options_.log = [](LogLevel, std::string_view) {};
     caps_ = transport_.capabilities();
@@ -98,6 +130,11 @@ class Worker::Impl {
     batch_acks_ = caps_.batch_ack && options_.ack_linger.count() > 0;
     ack_linger_ = std::min<std::chrono::milliseconds>(options_.ack_linger, std::chrono::hours(24));  // no overflow
     if (caps_.lease.count() > 0) ack_linger_ = std::min(ack_linger_, caps_.lease / 4);
+  }
+
+  static WorkerOptions checked(WorkerOptions options) {
+    if (auto ok = options.check(); !ok) throw Error(ok.error());
+    return options;
   }
 
   // ---- handlers and publishing ----
