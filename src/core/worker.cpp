@@ -179,6 +179,13 @@ class Worker::Impl {
   Result<std::string> publish_through_middleware(std::string_view urn, const Value& data, const PublishParams& params) {
     std::call_once(send_composed_, [this] {
       send_ = chain_.compose_publish([this](PublishRequest& request) -> Result<void> {
+        // meta.queue names the queue a dead letter goes back to: an envelope
+        // a middleware swapped in must still name the queue it is sent to.
+        if (request.envelope.queue() != request.queue) {
+          return unexpected(Errc::invalid_argument,
+                            "the envelope's meta.queue '" + std::string(request.envelope.queue()) +
+                                "' is not the queue it is published to, '" + request.queue + "': nothing was sent");
+        }
         const auto fields = binding::ContractFields::of(request.envelope);
         request.options.contract = &fields;
         auto sent = transport_.publish(request.queue, request.envelope.body(), request.options);
