@@ -330,7 +330,9 @@ class Client::Impl final : public proton::messaging_handler {
     Incoming incoming;
     incoming.id = id;
     incoming.tag = d.tag();
-    incoming.message = std::move(m);
+    // Encoded, not moved: proton decodes every delivery of the link into
+    // this one message, and moving it out would make it build a new one.
+    m.encode(incoming.encoded);
     // Deliveries of the same read still queued behind this one are buffered
     // next, before proton writes or waits: receive() is woken once, after the
     // last of them, instead of once per message (a wake per message cost a
