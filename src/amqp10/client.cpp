@@ -331,11 +331,20 @@ class Client::Impl final : public proton::messaging_handler {
     Incoming incoming;
     incoming.id = id;
     incoming.tag = d.tag();
-    incoming.message = std::move(m);
+    // Encoded, not moved: proton decodes every delivery of the link into
+    // this one message, and moving it out would make it build a new one.
+    m.encode(incoming.encoded);
+    // Deliveries of the same read still queued behind this one are buffered
+    // next, before proton writes or waits: receive() is woken once, after the
+    // last of them, instead of once per message (a wake per message cost a
+    // context switch each and handed receive() one message at a time). A
+    // delivery still arriving in parts counts as queued too: the wake then
+    // waits for its last frame, or for the receive()'s own deadline.
+    const bool more_queued = pn_link_queued(detail::c_link(d.receiver())) > 1;
     std::lock_guard lock(mutex_);
     held_.insert(id);
     it->second->buffer.push_back(std::move(incoming));
-    cv_.notify_all();
+    if (!more_queued) cv_.notify_all();
   }
 
   void on_tracker_accept(proton::tracker& t) override { tracker_done(t, std::nullopt); }
