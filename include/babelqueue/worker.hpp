@@ -1,12 +1,15 @@
 // Worker: publishes envelopes and consumes queues, routing each message to
 // the handler registered for its URN.
 //
-// Semantics (SPEC §6–§8):
+// Semantics (SPEC §6–§8, docs/runtime.md's outcome table):
 // - a handler that returns normally (or an ok Result) acks the message;
 // - a handler that throws (or returns an error) fails it: attempts+1, then a
 //   republish to the same queue while attempts < max_attempts, else the
 //   dead-letter queue (reason failed / unknown_urn) when dead-lettering is on,
-//   else the message is dropped (logged);
+//   else the message is dropped (logged); an error that is not retriable
+//   (ErrorInfo::retriable) skips the retries;
+// - a handler may decide instead (HandlerOutcome): retry after a delay,
+//   dead-letter now with a reason, or drop;
 // - a handler (or a middleware) that throws ReleaseDelivery hands the
 //   message back unhandled, after its delay, its body unchanged;
 // - poison (not JSON, not an acceptable envelope, rejected by the
@@ -20,6 +23,8 @@
 // metrics() may be called from any thread at any time. One run() at a time.
 #pragma once
 
+#include <babelqueue/detail/handler_adapter.hpp>
+#include <babelqueue/handler_outcome.hpp>
 #include <babelqueue/message.hpp>
 #include <babelqueue/middleware.hpp>
 #include <babelqueue/release_delivery.hpp>
@@ -95,7 +100,8 @@ struct RunSummary {
 
 class Worker {
  public:
-  // A handler fails by throwing or by returning an error Result.
+  // A handler fails by throwing or by returning an error Result, or decides
+  // its message's fate with a HandlerOutcome.
   using Handler = MessageHandler;
 
   // The worker borrows transport, which must outlive it. Options out of
@@ -115,19 +121,15 @@ class Worker {
 
   // Routes messages whose URN is exactly urn to handler; a later
   // registration for the same URN replaces the earlier one.
-  // handler(const Message&) returns void or Result<void>.
+  // handler(const Message&) returns void (done unless it throws),
+  // Result<void> (an error fails it: retried when the error is retriable,
+  // dead-lettered at once when not) or a HandlerOutcome (handler_outcome.hpp:
+  // ack, retry after a delay, dead-letter now, drop). Move-only callables
+  // are accepted. The Message and everything it refers to live only during
+  // the call: copy what must outlive it.
   template <class F>
   void handle(std::string urn, F&& handler) {
-    using R = std::invoke_result_t<F&, const Message&>;
-    if constexpr (std::is_void_v<R>) {
-      add_handler(std::move(urn), [f = std::forward<F>(handler)](const Message& m) mutable -> Result<void> {
-        f(m);
-        return {};
-      });
-    } else {
-      static_assert(std::is_convertible_v<R, Result<void>>, "a handler returns void or Result<void>");
-      add_handler(std::move(urn), Handler(std::forward<F>(handler)));
-    }
+    add_handler(std::move(urn), detail::make_handler(std::forward<F>(handler)));
   }
 
   // The catch-all: handles every message whose URN has no handler of its own
@@ -135,12 +137,13 @@ class Worker {
   // only when there is neither. A later call replaces the earlier one.
   void handle_any(Handler handler);
 
-  // A typed handler: handler(const T&, const Message&), T read from data.
+  // A typed handler: handler(const T&) or handler(const T&, const Message&),
+  // T read from data with T::from_value; it returns what an untyped handler
+  // may. A payload T::from_value rejects (throws) is an invalid payload:
+  // dead-lettered at once with its bytes, never retried.
   template <TypedMessage T, class F>
   void handle(F&& handler) {
-    handle(std::string(T::urn), [f = std::forward<F>(handler)](const Message& m) mutable {
-      return f(m.envelope().template data_as<T>(), m);
-    });
+    add_handler(std::string(T::urn), detail::make_typed_handler<T>(std::forward<F>(handler)));
   }
 
   // Adds a middleware inside those of WorkerOptions::middleware and earlier

@@ -495,9 +495,11 @@ class Worker::Impl {
     const Message message(env, d.queue, d.headers);
     std::string error;
     std::optional<std::string> exception_type;
+    bool terminal = false;  // an error that says it will happen again
     try {
       if (auto r = (*handler)(message); !r) {
         error = r.error().message();
+        terminal = !r.error().retriable();
       } else {
         if (ack_handled(flight)) metrics_.succeeded++;
         return;
@@ -505,6 +507,13 @@ class Worker::Impl {
     } catch (const ReleaseDelivery& later) {
       release_unhandled(flight, later);
       return;
+    } catch (const OutcomeException& decided) {
+      apply(flight, env, decided.outcome());
+      return;
+    } catch (const Error& e) {
+      error = e.what();
+      exception_type = exception_type_name(e);
+      terminal = !e.retriable();
     } catch (const std::exception& e) {
       error = e.what();
       exception_type = exception_type_name(e);
@@ -513,7 +522,31 @@ class Worker::Impl {
       exception_type = current_exception_type_name();
     }
     metrics_.failed++;
-    retry_or_dead_letter(flight, env, DeadLetterReason::failed, error, exception_type);
+    retry_or_dead_letter(flight, env, DeadLetterReason::failed, error, exception_type, std::nullopt, terminal);
+  }
+
+  // What a handler decided for its message (handler_outcome.hpp).
+  void apply(Flight& flight, Envelope& env, const HandlerOutcome& outcome) {
+    switch (outcome.kind()) {
+      case HandlerOutcome::Kind::ack:
+        if (ack_handled(flight)) metrics_.succeeded++;
+        return;
+      case HandlerOutcome::Kind::retry:
+        retry_or_dead_letter(flight, env, DeadLetterReason::failed, outcome.reason(), std::nullopt,
+                             outcome.delay().count() > 0 ? std::optional(outcome.delay()) : std::nullopt);
+        return;
+      case HandlerOutcome::Kind::dead_letter:
+        metrics_.failed++;
+        retry_or_dead_letter(flight, env, DeadLetterReason::failed, outcome.reason(), std::nullopt, std::nullopt,
+                             /*terminal=*/true);
+        return;
+      case HandlerOutcome::Kind::drop:
+        log(LogLevel::warning, concat({"message ", env.id(), " on ", flight.delivery.queue,
+                                       " is dropped by its handler: ", outcome.reason()}));
+        metrics_.dropped++;
+        ack(flight);
+        return;
+    }
   }
 
   // Not a failure: the message goes back as it came, its attempts
@@ -561,11 +594,14 @@ class Worker::Impl {
     }
   }
 
+  // terminal: the failure will repeat (a handler's decision, an error that
+  // is not retriable): no retry, straight to the dead-letter path.
   void retry_or_dead_letter(Flight& flight, Envelope& env, DeadLetterReason reason, const std::string& error,
                             const std::optional<std::string>& exception_type,
-                            std::optional<std::chrono::milliseconds> fixed_delay = std::nullopt) {
+                            std::optional<std::chrono::milliseconds> fixed_delay = std::nullopt,
+                            bool terminal = false) {
     const std::int64_t next = env.attempts() + 1;
-    const bool will_retry = next < options_.max_attempts;
+    const bool will_retry = !terminal && next < options_.max_attempts;
     if (options_.hooks.on_error) {
       options_.hooks.on_error(ErrorEvent{flight.delivery.queue, &env, error, exception_type.value_or(""), will_retry});
     }
@@ -574,8 +610,10 @@ class Worker::Impl {
       if (options_.dead_letter) {
         dead_letter(flight, env, reason, error, exception_type);
       } else {
-        log(LogLevel::warning, concat({"message ", env.id(), " failed ", std::to_string(next),
-                                       " times and is dropped (dead-lettering is off): ", error}));
+        log(LogLevel::warning, terminal ? concat({"message ", env.id(),
+                                                  " failed for good and is dropped (dead-lettering is off): ", error})
+                                        : concat({"message ", env.id(), " failed ", std::to_string(next),
+                                                  " times and is dropped (dead-lettering is off): ", error}));
         metrics_.dropped++;
         ack(flight);
       }

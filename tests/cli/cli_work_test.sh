@@ -125,6 +125,19 @@ work poisoned --idle-exit 0.3 --dead-letter -- "$tmp/never.sh"
 check "rejected envelope: CMD never ran" "no" "$([[ -e "$tmp/never.ran" ]] && echo yes || echo no)"
 contains "rejected envelope: dead-lettered as poison" '"dead_letter":{"reason":"poison"' "$(drain poisoned.dlq)"
 
+# ---- exit statuses 65 (dead-letter now) and 75 (retry) ------------------------------------------
+printf '#!/bin/sh\necho run >>"%s/dataerr.log"\necho "no lines in the order" >&2\nexit 65\n' "$tmp" >"$tmp/dataerr.sh"
+printf '#!/bin/sh\necho "$BQ_ATTEMPTS" >>"%s/tempfail.log"\n[ "$BQ_ATTEMPTS" = 0 ] && exit 75\nexit 0\n' "$tmp" >"$tmp/tempfail.sh"
+chmod +x "$tmp/dataerr.sh" "$tmp/tempfail.sh"
+"$bq" publish bad urn:a '{}' >/dev/null
+work bad --idle-exit 0.3 --dead-letter --max-attempts 5 -- "$tmp/dataerr.sh"
+check "65: run once" "run" "$(cat "$tmp/dataerr.log")"
+contains "65: dead-lettered now with the command's words" "no lines in the order" "$(drain bad.dlq)"
+"$bq" publish later urn:a '{}' >/dev/null
+work later --idle-exit 0.5 --backoff-initial 100 -- "$tmp/tempfail.sh"
+check "75: retried" "0 1" "$(tr '\n' ' ' <"$tmp/tempfail.log" | sed 's/ $//')"
+check "75: nothing left" "" "$(drain later)"
+
 # ---- --urn and --unknown-urn --------------------------------------------------------------------
 unknown() {  # unknown STRATEGY MAX_ATTEMPTS: publish urn:other and work with only urn:known routed
   "$bq" publish "u-$1" urn:other '{}' >/dev/null

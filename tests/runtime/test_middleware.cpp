@@ -128,11 +128,11 @@ TEST(Middleware, SkippingTheHandlerAcksTheMessage) {
   EXPECT_TRUE(take_all(transport, "orders").empty());
 }
 
-TEST(Middleware, AnErrorFromAMiddlewareIsAFailureThatIsRetried) {
+TEST(Middleware, AnErrorFromAMiddlewareIsAFailureThatIsRetriedWhenRetriable) {
   bq::memory::Transport transport;
   auto refuse = std::make_shared<Lambda>();
   refuse->on_handle = [](const bq::Message& m, const bq::MessageHandler& next) -> bq::Result<void> {
-    if (m.attempts() == 0) return bq::unexpected(bq::Errc::invalid_argument, "refused by the middleware");
+    if (m.attempts() == 0) return bq::unexpected(bq::Errc::timeout, "the middleware's store timed out");
     return next(m);
   };
   bq::Worker worker(transport, quiet_options());
