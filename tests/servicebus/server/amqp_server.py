@@ -297,9 +297,12 @@ class ServiceBusServer(Handler):
 
     @staticmethod
     def _has_session_filter(link: Link) -> bool:
-        try:
-            filters = link.remote_source.filter.get_object()
-        except Exception:  # no filter map
+        data = link.remote_source.filter
+        data.rewind()
+        if data.next() is None:  # no filter map
+            return False
+        filters = data.get_object()
+        if not isinstance(filters, dict):
             return False
         return bool(filters) and any(str(k) == SESSION_FILTER for k in dict(filters))
 
