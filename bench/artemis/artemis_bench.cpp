@@ -32,6 +32,7 @@
 // the rounds (a shared machine is noisy). Each measurement has a queue of its
 // own, filled (or drained) outside the clock.
 #include "../../src/artemis/artemis_projection.hpp"
+#include "../support/bench_report.hpp"
 
 #include <babelqueue/artemis/transport.hpp>
 #include <babelqueue/envelope.hpp>
@@ -442,21 +443,9 @@ std::string load_average() {
   return fields.substr(0, end);
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;  // not measured (--only)
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-void line(const char* name, double value) {
-  if (value <= 0) return;  // not measured
-  std::printf("%-48s %10.0f msg/s\n", name, value);
-}
-
-void ratio(const char* name, double value, double target) {
-  if (!(value > 0) || !std::isfinite(value)) return;  // a side not measured
-  std::printf("%-48s %9.2fx  (target >= %.2fx: %s)\n", name, value, target, value >= target ? "met" : "NOT met");
-}
+using babelqueue::bench::line;
+using babelqueue::bench::median;
+using babelqueue::bench::ratio;
 
 void info_ratio(const char* name, double value) {
   if (!(value > 0) || !std::isfinite(value)) return;

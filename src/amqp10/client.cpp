@@ -485,18 +485,10 @@ class Client::Impl final : public proton::messaging_handler {
       if (state_ == State::connecting) first_attempt_failed_ = true;
       state_ = State::reconnecting;
       // Sends on the wire: their outcome is unknown.
-      for (auto& [tracker, ref] : in_flight_) {
-        auto& op = ref.first;
-        op->settled++;
-        op->unknown++;
-        if (!op->error) {
-          op->error = ErrorInfo{Errc::connection,
-                                "the connection dropped before the broker confirmed (outcome "
-                                "unknown: the message may have arrived): " +
-                                    error.message()};
-        }
-      }
-      in_flight_.clear();
+      fail_in_flight_locked(ErrorInfo{Errc::connection,
+                                      "the connection dropped before the broker confirmed (outcome unknown: the "
+                                      "message may have arrived): " +
+                                          error.message()});
       // Messages buffered or held: the broker delivers them again. The
       // receiver links died with the connection: forgetting them lets
       // on_connection_open() attach new ones (open_receiver() skips an
@@ -763,22 +755,26 @@ class Client::Impl final : public proton::messaging_handler {
     }
   }
 
+  // Every send on the wire settles as "outcome unknown" with error. mutex_ held.
+  void fail_in_flight_locked(const ErrorInfo& error) {
+    for (auto& [tracker, ref] : in_flight_) {
+      auto& op = ref.first;
+      op->settled++;
+      op->unknown++;
+      if (!op->error) op->error = error;
+    }
+    in_flight_.clear();
+    cv_.notify_all();
+  }
+
   void finish_close() {
     std::lock_guard lock(mutex_);
     connection_work_ = nullptr;
     state_ = State::closed;
     // Sends still on the wire: the caller must not read them as accepted.
-    for (auto& [tracker, ref] : in_flight_) {
-      auto& op = ref.first;
-      op->settled++;
-      op->unknown++;
-      if (!op->error) {
-        op->error = ErrorInfo{Errc::closed,
-                              "the AMQP client was closed before the broker confirmed (outcome "
-                              "unknown: the message may have arrived)"};
-      }
-    }
-    in_flight_.clear();
+    fail_in_flight_locked(ErrorInfo{Errc::closed,
+                                    "the AMQP client was closed before the broker confirmed (outcome unknown: the "
+                                    "message may have arrived)"});
     cv_.notify_all();
   }
 
