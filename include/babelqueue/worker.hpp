@@ -91,6 +91,11 @@ struct RunLimits {
   // Stop once no message arrived for this long and none is in flight
   // (zero = at the first empty poll).
   std::optional<std::chrono::milliseconds> idle_exit;
+  // With idle_exit: a retry or release this run sent back with a delay
+  // counts as work still to do until it is due, so a batch job meant to
+  // empty its queue does not end with its own retries left behind. False:
+  // idle as soon as the queue looks empty (drain() does that).
+  bool idle_waits_for_own_delayed = true;
 };
 
 struct RunSummary {
@@ -165,7 +170,8 @@ class Worker {
   Result<RunSummary> run(std::vector<std::string> queues = {}, RunLimits limits = {});
 
   // Processes messages of queue until it is empty or max were handled
-  // (0 = no limit): for tests and one-shot jobs. Returns how many.
+  // (0 = no limit): for tests and one-shot jobs. Returns how many. A retry
+  // it sent back with a delay is not waited for (run() with idle_exit is).
   Result<std::size_t> drain(std::string_view queue = {}, std::size_t max = 0);
 
   // Asks run() to stop: no new receives, buffered messages are released,

@@ -221,6 +221,7 @@ class Worker::Impl {
       std::lock_guard lock(mutex_);
       processed_ = 0;
       shutting_down_ = false;
+      own_delayed_until_ = {};
     }
     std::thread ack_flusher;
     if (batch_acks_) {
@@ -322,7 +323,7 @@ class Worker::Impl {
       }
       receive_failures = 0;
       if (batch->empty()) {
-        if (limits.idle_exit && idle(last_activity, *limits.idle_exit)) {
+        if (limits.idle_exit && idle(last_activity, *limits.idle_exit, limits.idle_waits_for_own_delayed)) {
           summary.reason = RunSummary::Reason::idle;
           return std::nullopt;
         }
@@ -358,14 +359,25 @@ class Worker::Impl {
   // a server-side call per batch instead of per message). Under mutex_.
   bool has_room() const { return buffer_.size() <= options_.prefetch / 2; }
 
-  // True when nothing arrived for idle_for and nothing is buffered or running.
-  bool idle(std::chrono::steady_clock::time_point& last_activity, std::chrono::milliseconds idle_for) {
+  // True when nothing arrived for idle_for and nothing is buffered or running
+  // (nor, when asked, due back from a delayed retry or release of its own).
+  bool idle(std::chrono::steady_clock::time_point& last_activity, std::chrono::milliseconds idle_for,
+            bool wait_for_own_delayed) {
     std::lock_guard lock(mutex_);
-    if (!buffer_.empty() || !flights_.empty()) {
-      last_activity = std::chrono::steady_clock::now();
+    const auto now = std::chrono::steady_clock::now();
+    if (!buffer_.empty() || !flights_.empty() || (wait_for_own_delayed && now < own_delayed_until_)) {
+      last_activity = now;
       return false;
     }
-    return std::chrono::steady_clock::now() - last_activity >= idle_for;
+    return now - last_activity >= idle_for;
+  }
+
+  // A message of this run comes back after delay (a delayed retry or
+  // release): idle_exit waits for it (RunLimits::idle_waits_for_own_delayed).
+  void note_own_delayed(std::chrono::milliseconds delay) {
+    if (delay.count() <= 0) return;
+    std::lock_guard lock(mutex_);
+    own_delayed_until_ = std::max(own_delayed_until_, std::chrono::steady_clock::now() + delay);
   }
 
   void sleep_unless_stopped(std::chrono::milliseconds d) {
@@ -645,6 +657,9 @@ class Worker::Impl {
       return;
     }
     metrics_.retried++;
+    // A message of an unknown URN is left for a consumer that knows it:
+    // not work this run waits for.
+    if (reason != DeadLetterReason::unknown_urn) note_own_delayed(delay);
     settle_ack(flight.delivery);
   }
 
@@ -819,6 +834,7 @@ class Worker::Impl {
       return;
     }
     metrics_.released++;
+    note_own_delayed(delay);
   }
 
   std::chrono::milliseconds lease_extension() const {
@@ -870,6 +886,7 @@ class Worker::Impl {
   std::vector<std::shared_ptr<Flight>> abandoned_;
   bool shutting_down_ = false;
   std::size_t processed_ = 0;
+  std::chrono::steady_clock::time_point own_delayed_until_{};  // see note_own_delayed()
 
   // Acks of handled messages waiting for one ack_batch() (batch_acks_
   // only), under a mutex of their own so that sending a batch never holds
@@ -912,6 +929,7 @@ Result<std::size_t> Worker::drain(std::string_view queue, std::size_t max) {
   RunLimits limits;
   limits.max_messages = max;
   limits.idle_exit = std::chrono::milliseconds(0);
+  limits.idle_waits_for_own_delayed = false;  // "until it is empty", as it looks now
   auto summary = impl_->run(std::move(queues), limits);
   if (!summary) return unexpected(summary.error());
   return summary->processed;

@@ -77,12 +77,16 @@ contains "flaky: retried then succeeded" "processed 2, succeeded 1, failed 1, re
 contains "the command's stderr is passed on" "first try fails" "$(cat "$tmp/work.err")"
 check "flaky: queue empty" "$(empty flaky)" "$(stats flaky)"
 
-# With a retry backoff, the retry waits in the queue.
+# With a retry backoff, the retry waits in the queue for its time, and
+# --idle-exit waits for it: the worker leaves nothing of its own behind.
 rm -f "$tmp/flaky.log"
 "$bq" publish flaky urn:a '{}' >/dev/null
-work flaky --idle-exit 0.3 --backoff-initial 5000 --backoff-max 10000 --backoff-multiplier 2 -- "$tmp/flaky.sh"
+started=$SECONDS
+work flaky --idle-exit 0.3 --backoff-initial 1500 --backoff-max 10000 --backoff-multiplier 2 -- "$tmp/flaky.sh"
 check "backoff exit" 0 $?
-check "backoff: the retry is delayed" '{"queue":"flaky","ready":0,"reserved":0,"delayed":1}' "$(stats flaky)"
+check "backoff: the retry ran after its delay, before the exit" $'0\n1' "$(cat "$tmp/flaky.log")"
+check "backoff: took at least the delay" yes "$([[ $((SECONDS - started)) -ge 1 ]] && echo yes || echo no)"
+check "backoff: nothing left behind" "$(empty flaky)" "$(stats flaky)"
 
 # ---- always failing: dead-lettered after --max-attempts ---------------------------------------
 id=$("$bq" publish doomed urn:a '{"n":1}')
