@@ -18,6 +18,7 @@
 // Each round runs every measurement once, raw and SDK interleaved; the
 // figures are the medians over the rounds (a shared machine is noisy).
 #include "../../src/rabbitmq/consumers.hpp"
+#include "../support/bench_report.hpp"
 
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/rabbitmq/transport.hpp>
@@ -308,21 +309,9 @@ std::unique_ptr<bq::rabbitmq::Transport> open_sdk(const bq::rabbitmq::Transport:
   return std::move(*transport);
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;  // not measured (--only)
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-void line(const char* name, double value) {
-  if (value <= 0) return;  // not measured
-  std::printf("%-44s %10.0f msg/s\n", name, value);
-}
-
-void ratio(const char* name, double value, double target) {
-  if (!(value > 0) || !std::isfinite(value)) return;  // a side not measured
-  std::printf("%-44s %9.2fx  (target >= %.2fx: %s)\n", name, value, target, value >= target ? "met" : "NOT met");
-}
+using babelqueue::bench::line;
+using babelqueue::bench::median;
+using babelqueue::bench::ratio;
 
 }  // namespace
 
@@ -446,7 +435,7 @@ int main(int argc, char** argv) {
   // Not a target: how far the broker itself lets consume+ack outrun
   // basic.get here. Below 5, no client reaches the 5x target on this machine.
   if (ceiling > 0 && get > 0) {
-    std::printf("%-44s %9.2fx  (the bound for the two lines above)\n", "raw ceiling / raw basic.get+ack",
+    std::printf("%-48s %9.2fx  (the bound for the two lines above)\n", "raw ceiling / raw basic.get+ack",
                 ceiling / get);
   }
 

@@ -12,6 +12,7 @@
 #include <babelqueue/duration.hpp>
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/error.hpp>
+#include <babelqueue/handler_outcome.hpp>
 #include <babelqueue/json.hpp>
 #include <babelqueue/log_sink.hpp>
 #include <babelqueue/memory/transport.hpp>

@@ -10,8 +10,11 @@
 // thread draws from its own random generator).
 #pragma once
 
+#include <babelqueue/result.hpp>
+
 #include <chrono>
 #include <cstdint>
+#include <string_view>
 
 namespace babelqueue {
 
@@ -27,6 +30,13 @@ struct BackoffPolicy {
 
   // The same without jitter: min(max, initial * multiplier^(n-1)).
   std::chrono::milliseconds nominal_delay(std::int64_t retry) const;
+
+  // Errc::invalid_argument naming the field (under `name`, e.g.
+  // "WorkerOptions::retry_backoff") when a value is out of its range:
+  // initial and max not negative, max not below initial, multiplier a number
+  // from 1, jitter from 0 to 1. delay_for() copes with any value; this is
+  // for whoever sets them, so a typo is not silently clamped.
+  Result<void> check(std::string_view name = "BackoffPolicy") const;
 };
 
 }  // namespace babelqueue

@@ -39,15 +39,25 @@ bool is_retriable(Errc code) noexcept;
 // The error value: a code and a human-readable message. Cheap to move.
 class ErrorInfo {
  public:
-  ErrorInfo(Errc code, std::string message) : code_(code), message_(std::move(message)) {}
+  // Retriable as its code says (is_retriable).
+  ErrorInfo(Errc code, std::string message)
+      : code_(code), message_(std::move(message)), retriable_(is_retriable(code)) {}
+  // Retriability decided where the error arose, which knows better than the
+  // code: a lookup that may succeed once a replica catches up is not_found
+  // yet retriable; a handler's own bad input is terminal whatever its code.
+  ErrorInfo(Errc code, std::string message, bool retriable)
+      : code_(code), message_(std::move(message)), retriable_(retriable) {}
 
   Errc code() const noexcept { return code_; }
   const std::string& message() const noexcept { return message_; }
-  bool retriable() const noexcept { return is_retriable(code_); }
+  // May the same call succeed later? A handler's error that is not
+  // retriable is dead-lettered at once instead of retried.
+  bool retriable() const noexcept { return retriable_; }
 
  private:
   Errc code_;
   std::string message_;
+  bool retriable_;
 };
 
 // Root of every exception the SDK throws.

@@ -1,12 +1,15 @@
 // Worker: publishes envelopes and consumes queues, routing each message to
 // the handler registered for its URN.
 //
-// Semantics (SPEC §6–§8):
+// Semantics (SPEC §6–§8, docs/runtime.md's outcome table):
 // - a handler that returns normally (or an ok Result) acks the message;
 // - a handler that throws (or returns an error) fails it: attempts+1, then a
 //   republish to the same queue while attempts < max_attempts, else the
 //   dead-letter queue (reason failed / unknown_urn) when dead-lettering is on,
-//   else the message is dropped (logged);
+//   else the message is dropped (logged); an error that is not retriable
+//   (ErrorInfo::retriable) skips the retries;
+// - a handler may decide instead (HandlerOutcome): retry after a delay,
+//   dead-letter now with a reason, or drop;
 // - a handler (or a middleware) that throws ReleaseDelivery hands the
 //   message back unhandled, after its delay, its body unchanged;
 // - poison (not JSON, not an acceptable envelope, rejected by the
@@ -20,6 +23,8 @@
 // metrics() may be called from any thread at any time. One run() at a time.
 #pragma once
 
+#include <babelqueue/detail/handler_adapter.hpp>
+#include <babelqueue/handler_outcome.hpp>
 #include <babelqueue/message.hpp>
 #include <babelqueue/middleware.hpp>
 #include <babelqueue/release_delivery.hpp>
@@ -86,6 +91,11 @@ struct RunLimits {
   // Stop once no message arrived for this long and none is in flight
   // (zero = at the first empty poll).
   std::optional<std::chrono::milliseconds> idle_exit;
+  // With idle_exit: a retry or release this run sent back with a delay
+  // counts as work still to do until it is due, so a batch job meant to
+  // empty its queue does not end with its own retries left behind. False:
+  // idle as soon as the queue looks empty (drain() does that).
+  bool idle_waits_for_own_delayed = true;
 };
 
 struct RunSummary {
@@ -95,32 +105,36 @@ struct RunSummary {
 
 class Worker {
  public:
-  // A handler fails by throwing or by returning an error Result.
+  // A handler fails by throwing or by returning an error Result, or decides
+  // its message's fate with a HandlerOutcome.
   using Handler = MessageHandler;
 
-  // The worker borrows transport, which must outlive it.
+  // The worker borrows transport, which must outlive it. Options out of
+  // their range (WorkerOptions::check) throw Error(Errc::invalid_argument)
+  // naming the field.
   explicit Worker(Transport& transport, WorkerOptions options = {});
   // The worker owns transport.
   explicit Worker(std::unique_ptr<Transport> transport, WorkerOptions options = {});
+  // Stops a run() in progress on another thread and waits until it has
+  // returned (in-flight handlers get the shutdown deadline), so destroying a
+  // running Worker is safe. A run() that has not started yet when the
+  // destructor runs is the caller's to prevent: join the thread that calls
+  // run(), or destroy the Worker only after it has started.
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
   // Routes messages whose URN is exactly urn to handler; a later
   // registration for the same URN replaces the earlier one.
-  // handler(const Message&) returns void or Result<void>.
+  // handler(const Message&) returns void (done unless it throws),
+  // Result<void> (an error fails it: retried when the error is retriable,
+  // dead-lettered at once when not) or a HandlerOutcome (handler_outcome.hpp:
+  // ack, retry after a delay, dead-letter now, drop). Move-only callables
+  // are accepted. The Message and everything it refers to live only during
+  // the call: copy what must outlive it.
   template <class F>
   void handle(std::string urn, F&& handler) {
-    using R = std::invoke_result_t<F&, const Message&>;
-    if constexpr (std::is_void_v<R>) {
-      add_handler(std::move(urn), [f = std::forward<F>(handler)](const Message& m) mutable -> Result<void> {
-        f(m);
-        return {};
-      });
-    } else {
-      static_assert(std::is_convertible_v<R, Result<void>>, "a handler returns void or Result<void>");
-      add_handler(std::move(urn), Handler(std::forward<F>(handler)));
-    }
+    add_handler(std::move(urn), detail::make_handler(std::forward<F>(handler)));
   }
 
   // The catch-all: handles every message whose URN has no handler of its own
@@ -128,12 +142,13 @@ class Worker {
   // only when there is neither. A later call replaces the earlier one.
   void handle_any(Handler handler);
 
-  // A typed handler: handler(const T&, const Message&), T read from data.
+  // A typed handler: handler(const T&) or handler(const T&, const Message&),
+  // T read from data with T::from_value; it returns what an untyped handler
+  // may. A payload T::from_value rejects (throws) is an invalid payload:
+  // dead-lettered at once with its bytes, never retried.
   template <TypedMessage T, class F>
   void handle(F&& handler) {
-    handle(std::string(T::urn), [f = std::forward<F>(handler)](const Message& m) mutable {
-      return f(m.envelope().template data_as<T>(), m);
-    });
+    add_handler(std::string(T::urn), detail::make_typed_handler<T>(std::forward<F>(handler)));
   }
 
   // Adds a middleware inside those of WorkerOptions::middleware and earlier
@@ -155,7 +170,8 @@ class Worker {
   Result<RunSummary> run(std::vector<std::string> queues = {}, RunLimits limits = {});
 
   // Processes messages of queue until it is empty or max were handled
-  // (0 = no limit): for tests and one-shot jobs. Returns how many.
+  // (0 = no limit): for tests and one-shot jobs. Returns how many. A retry
+  // it sent back with a delay is not waited for (run() with idle_exit is).
   Result<std::size_t> drain(std::string_view queue = {}, std::size_t max = 0);
 
   // Asks run() to stop: no new receives, buffered messages are released,

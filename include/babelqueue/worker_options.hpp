@@ -118,6 +118,13 @@ struct WorkerOptions {
   std::vector<std::shared_ptr<Middleware>> middleware;
   // Where the worker logs; an empty function silences it.
   LogSink log = stderr_log_sink();
+
+  // Errc::invalid_argument naming the first field out of its range and the
+  // range: default_queue not empty; max_attempts 1 to 1000000; concurrency
+  // 1 to 4096; prefetch 0 (automatic) to 1000000; poll_timeout, the delays,
+  // deadlines and lingers not negative; both backoff policies valid
+  // (BackoffPolicy::check). The Worker's constructor runs it.
+  Result<void> check() const;
 };
 
 }  // namespace babelqueue

@@ -331,11 +331,20 @@ class Client::Impl final : public proton::messaging_handler {
     Incoming incoming;
     incoming.id = id;
     incoming.tag = d.tag();
-    incoming.message = std::move(m);
+    // Encoded, not moved: proton decodes every delivery of the link into
+    // this one message, and moving it out would make it build a new one.
+    m.encode(incoming.encoded);
+    // Deliveries of the same read still queued behind this one are buffered
+    // next, before proton writes or waits: receive() is woken once, after the
+    // last of them, instead of once per message (a wake per message cost a
+    // context switch each and handed receive() one message at a time). A
+    // delivery still arriving in parts counts as queued too: the wake then
+    // waits for its last frame, or for the receive()'s own deadline.
+    const bool more_queued = pn_link_queued(detail::c_link(d.receiver())) > 1;
     std::lock_guard lock(mutex_);
     held_.insert(id);
     it->second->buffer.push_back(std::move(incoming));
-    cv_.notify_all();
+    if (!more_queued) cv_.notify_all();
   }
 
   void on_tracker_accept(proton::tracker& t) override { tracker_done(t, std::nullopt); }
@@ -476,21 +485,25 @@ class Client::Impl final : public proton::messaging_handler {
       if (state_ == State::connecting) first_attempt_failed_ = true;
       state_ = State::reconnecting;
       // Sends on the wire: their outcome is unknown.
-      for (auto& [tracker, ref] : in_flight_) {
-        auto& op = ref.first;
-        op->settled++;
-        op->unknown++;
-        if (!op->error) {
-          op->error = ErrorInfo{Errc::connection,
-                                "the connection dropped before the broker confirmed (outcome "
-                                "unknown: the message may have arrived): " +
-                                    error.message()};
-        }
-      }
-      in_flight_.clear();
-      // Messages buffered or held: the broker delivers them again.
+      fail_in_flight_locked(ErrorInfo{Errc::connection,
+                                      "the connection dropped before the broker confirmed (outcome unknown: the "
+                                      "message may have arrived): " +
+                                          error.message()});
+      // Messages buffered or held: the broker delivers them again. The
+      // receiver links died with the connection: forgetting them lets
+      // on_connection_open() attach new ones (open_receiver() skips an
+      // address whose link reports itself active, and a link of the
+      // dropped connection still does).
       held_.clear();
-      for (auto& [address, in] : inbound_) in->buffer.clear();
+      for (auto& [address, in] : inbound_) {
+        in->buffer.clear();
+        in->link = proton::receiver();
+      }
+      // A drain posted to the dropped connection's work queue may never
+      // run once that connection is gone: left set, the flag would keep
+      // every later drain from being posted, on_connection_open()'s
+      // included. A drain that does run late is harmless.
+      drain_posted_ = false;
       if (was_open) {
         ++reconnects_;
         log(LogLevel::warning, error.message() + "; reconnecting");
@@ -742,15 +755,26 @@ class Client::Impl final : public proton::messaging_handler {
     }
   }
 
+  // Every send on the wire settles as "outcome unknown" with error. mutex_ held.
+  void fail_in_flight_locked(const ErrorInfo& error) {
+    for (auto& [tracker, ref] : in_flight_) {
+      auto& op = ref.first;
+      op->settled++;
+      op->unknown++;
+      if (!op->error) op->error = error;
+    }
+    in_flight_.clear();
+    cv_.notify_all();
+  }
+
   void finish_close() {
     std::lock_guard lock(mutex_);
     connection_work_ = nullptr;
     state_ = State::closed;
-    for (auto& [tracker, ref] : in_flight_) {
-      ref.first->settled++;
-      ref.first->unknown++;
-    }
-    in_flight_.clear();
+    // Sends still on the wire: the caller must not read them as accepted.
+    fail_in_flight_locked(ErrorInfo{Errc::closed,
+                                    "the AMQP client was closed before the broker confirmed (outcome unknown: the "
+                                    "message may have arrived)"});
     cv_.notify_all();
   }
 

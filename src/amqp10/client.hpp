@@ -49,7 +49,11 @@ namespace babelqueue::amqp10 {
 // A message received and not yet settled.
 struct Incoming {
   std::uint64_t id = 0;  // its key in the delivery table, for settle()
-  proton::message message;
+  // The message as AMQP bytes: decode it with proton::message::decode(),
+  // into one message object reused for a whole batch. (A proton::message
+  // handed over per delivery costs a fresh pn_message, some twenty
+  // allocations, where decoding into a reused one allocates nothing.)
+  std::vector<char> encoded;
   proton::binary tag;  // the delivery tag (Service Bus: the lock token)
 };
 

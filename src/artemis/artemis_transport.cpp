@@ -161,7 +161,11 @@ Result<std::vector<Delivery>> Transport::receive(std::string_view queue, std::si
   if (!incoming) return unexpected(incoming.error());
   std::vector<Delivery> out;
   out.reserve(incoming->size());
-  for (auto& in : *incoming) out.push_back(to_delivery(queue, in.id, in.message));
+  proton::message message;  // one for the batch: decoding into it reuses its storage
+  for (auto& in : *incoming) {
+    message.decode(in.encoded);
+    out.push_back(to_delivery(queue, in.id, message));
+  }
   return out;
 }
 

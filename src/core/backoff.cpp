@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 
 namespace babelqueue {
 namespace {
@@ -40,6 +41,24 @@ milliseconds BackoffPolicy::delay_for(std::int64_t retry) const {
   const double delay = static_cast<double>(nominal.count()) * factor(random);
   if (delay >= kInt64Limit) return milliseconds::max();
   return milliseconds(static_cast<std::int64_t>(std::max(0.0, delay)));
+}
+
+Result<void> BackoffPolicy::check(std::string_view name) const {
+  const std::string field(name);
+  auto bad = [&](std::string_view what, const std::string& value, std::string_view expected) -> Result<void> {
+    return unexpected(Errc::invalid_argument,
+                      field + "." + std::string(what) + " is " + value + ", expected " + std::string(expected));
+  };
+  if (initial.count() < 0) return bad("initial", std::to_string(initial.count()) + " ms", "0 ms or more");
+  if (max.count() < 0) return bad("max", std::to_string(max.count()) + " ms", "0 ms or more");
+  if (max < initial) {
+    return bad("max", std::to_string(max.count()) + " ms",
+               "at least initial (" + std::to_string(initial.count()) + " ms)");
+  }
+  if (!(multiplier >= 1.0) || !std::isfinite(multiplier))
+    return bad("multiplier", std::to_string(multiplier), "a number from 1");
+  if (!(jitter >= 0.0 && jitter <= 1.0)) return bad("jitter", std::to_string(jitter), "a fraction from 0 to 1");
+  return {};
 }
 
 }  // namespace babelqueue

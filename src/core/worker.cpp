@@ -85,11 +85,43 @@ constexpr std::size_t kDefaultPrefetch = 16;
 // one after WorkerOptions::ack_linger.
 constexpr std::size_t kAckBatch = 10;
 
+Result<void> WorkerOptions::check() const {
+  auto bad = [](std::string_view field, const std::string& value, std::string_view expected) -> Result<void> {
+    return unexpected(Errc::invalid_argument,
+                      "WorkerOptions::" + std::string(field) + " is " + value + ", expected " + std::string(expected));
+  };
+  auto ms = [](std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; };
+  if (default_queue.empty()) return bad("default_queue", "empty", "a queue name");
+  if (max_attempts < 1 || max_attempts > 1000000) {
+    return bad("max_attempts", std::to_string(max_attempts), "a count from 1 to 1000000");
+  }
+  if (concurrency < 1 || concurrency > 4096) {
+    return bad("concurrency", std::to_string(concurrency), "a number of handler threads from 1 to 4096");
+  }
+  if (prefetch > 1000000) return bad("prefetch", std::to_string(prefetch), "0 (automatic) to 1000000");
+  const std::pair<std::string_view, std::chrono::milliseconds> durations[] = {
+      {"unknown_urn_release_delay", unknown_urn_release_delay},
+      {"poll_timeout", poll_timeout},
+      {"release_delay_on_error", release_delay_on_error},
+      {"shutdown_deadline", shutdown_deadline},
+      {"lease_extension", lease_extension},
+      {"ack_linger", ack_linger}};
+  for (const auto& [field, value] : durations) {
+    if (value.count() < 0) return bad(field, ms(value), "0 ms or more");
+  }
+  if (retry_backoff) {
+    if (auto ok = retry_backoff->check("WorkerOptions::retry_backoff"); !ok) return ok;
+  }
+  return receive_error_backoff.check("WorkerOptions::receive_error_backoff");
+}
+
 class Worker::Impl {
  public:
   Impl(Transport& transport, std::unique_ptr<Transport> owned, WorkerOptions options)
-      : owned_(std::move(owned)), transport_(transport), options_(std::move(options)), chain_(options_.middleware) {
-    if (options_.concurrency == 0) options_.concurrency = 1;
+      : owned_(std::move(owned)),
+        transport_(transport),
+        options_(checked(std::move(options))),
+        chain_(options_.middleware) {
     if (options_.prefetch == 0) options_.prefetch = std::max<std::size_t>(options_.concurrency, kDefaultPrefetch);
     if (!options_.log) options_.log = [](LogLevel, std::string_view) {};
     caps_ = transport_.capabilities();
@@ -98,6 +130,11 @@ class Worker::Impl {
     batch_acks_ = caps_.batch_ack && options_.ack_linger.count() > 0;
     ack_linger_ = std::min<std::chrono::milliseconds>(options_.ack_linger, std::chrono::hours(24));  // no overflow
     if (caps_.lease.count() > 0) ack_linger_ = std::min(ack_linger_, caps_.lease / 4);
+  }
+
+  static WorkerOptions checked(WorkerOptions options) {
+    if (auto ok = options.check(); !ok) throw Error(ok.error());
+    return options;
   }
 
   // ---- handlers and publishing ----
@@ -142,6 +179,13 @@ class Worker::Impl {
   Result<std::string> publish_through_middleware(std::string_view urn, const Value& data, const PublishParams& params) {
     std::call_once(send_composed_, [this] {
       send_ = chain_.compose_publish([this](PublishRequest& request) -> Result<void> {
+        // meta.queue names the queue a dead letter goes back to: an envelope
+        // a middleware swapped in must still name the queue it is sent to.
+        if (request.envelope.queue() != request.queue) {
+          return unexpected(Errc::invalid_argument,
+                            "the envelope's meta.queue '" + std::string(request.envelope.queue()) +
+                                "' is not the queue it is published to, '" + request.queue + "': nothing was sent");
+        }
         const auto fields = binding::ContractFields::of(request.envelope);
         request.options.contract = &fields;
         auto sent = transport_.publish(request.queue, request.envelope.body(), request.options);
@@ -177,6 +221,7 @@ class Worker::Impl {
       std::lock_guard lock(mutex_);
       processed_ = 0;
       shutting_down_ = false;
+      own_delayed_until_ = {};
     }
     std::thread ack_flusher;
     if (batch_acks_) {
@@ -201,9 +246,22 @@ class Worker::Impl {
       summary.processed = processed_;
     }
     stop_requested_.store(false);
-    running_.store(false);
+    {
+      // The last touch of *this: a destructor waiting in stop_and_wait()
+      // may free it as soon as the lock is released.
+      std::lock_guard lock(mutex_);
+      running_.store(false);
+      changed_.notify_all();
+    }
     if (fatal) return unexpected(*fatal);
     return summary;
+  }
+
+  // stop(), then waits until a run() in progress on another thread returned.
+  void stop_and_wait() noexcept {
+    stop();
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return !running_.load(); });
   }
 
   void stop() noexcept {
@@ -265,7 +323,7 @@ class Worker::Impl {
       }
       receive_failures = 0;
       if (batch->empty()) {
-        if (limits.idle_exit && idle(last_activity, *limits.idle_exit)) {
+        if (limits.idle_exit && idle(last_activity, *limits.idle_exit, limits.idle_waits_for_own_delayed)) {
           summary.reason = RunSummary::Reason::idle;
           return std::nullopt;
         }
@@ -301,14 +359,25 @@ class Worker::Impl {
   // a server-side call per batch instead of per message). Under mutex_.
   bool has_room() const { return buffer_.size() <= options_.prefetch / 2; }
 
-  // True when nothing arrived for idle_for and nothing is buffered or running.
-  bool idle(std::chrono::steady_clock::time_point& last_activity, std::chrono::milliseconds idle_for) {
+  // True when nothing arrived for idle_for and nothing is buffered or running
+  // (nor, when asked, due back from a delayed retry or release of its own).
+  bool idle(std::chrono::steady_clock::time_point& last_activity, std::chrono::milliseconds idle_for,
+            bool wait_for_own_delayed) {
     std::lock_guard lock(mutex_);
-    if (!buffer_.empty() || !flights_.empty()) {
-      last_activity = std::chrono::steady_clock::now();
+    const auto now = std::chrono::steady_clock::now();
+    if (!buffer_.empty() || !flights_.empty() || (wait_for_own_delayed && now < own_delayed_until_)) {
+      last_activity = now;
       return false;
     }
-    return std::chrono::steady_clock::now() - last_activity >= idle_for;
+    return now - last_activity >= idle_for;
+  }
+
+  // A message of this run comes back after delay (a delayed retry or
+  // release): idle_exit waits for it (RunLimits::idle_waits_for_own_delayed).
+  void note_own_delayed(std::chrono::milliseconds delay) {
+    if (delay.count() <= 0) return;
+    std::lock_guard lock(mutex_);
+    own_delayed_until_ = std::max(own_delayed_until_, std::chrono::steady_clock::now() + delay);
   }
 
   void sleep_unless_stopped(std::chrono::milliseconds d) {
@@ -438,9 +507,11 @@ class Worker::Impl {
     const Message message(env, d.queue, d.headers);
     std::string error;
     std::optional<std::string> exception_type;
+    bool terminal = false;  // an error that says it will happen again
     try {
       if (auto r = (*handler)(message); !r) {
         error = r.error().message();
+        terminal = !r.error().retriable();
       } else {
         if (ack_handled(flight)) metrics_.succeeded++;
         return;
@@ -448,6 +519,13 @@ class Worker::Impl {
     } catch (const ReleaseDelivery& later) {
       release_unhandled(flight, later);
       return;
+    } catch (const OutcomeException& decided) {
+      apply(flight, env, decided.outcome());
+      return;
+    } catch (const Error& e) {
+      error = e.what();
+      exception_type = exception_type_name(e);
+      terminal = !e.retriable();
     } catch (const std::exception& e) {
       error = e.what();
       exception_type = exception_type_name(e);
@@ -456,7 +534,31 @@ class Worker::Impl {
       exception_type = current_exception_type_name();
     }
     metrics_.failed++;
-    retry_or_dead_letter(flight, env, DeadLetterReason::failed, error, exception_type);
+    retry_or_dead_letter(flight, env, DeadLetterReason::failed, error, exception_type, std::nullopt, terminal);
+  }
+
+  // What a handler decided for its message (handler_outcome.hpp).
+  void apply(Flight& flight, Envelope& env, const HandlerOutcome& outcome) {
+    switch (outcome.kind()) {
+      case HandlerOutcome::Kind::ack:
+        if (ack_handled(flight)) metrics_.succeeded++;
+        return;
+      case HandlerOutcome::Kind::retry:
+        retry_or_dead_letter(flight, env, DeadLetterReason::failed, outcome.reason(), std::nullopt,
+                             outcome.delay().count() > 0 ? std::optional(outcome.delay()) : std::nullopt);
+        return;
+      case HandlerOutcome::Kind::dead_letter:
+        metrics_.failed++;
+        retry_or_dead_letter(flight, env, DeadLetterReason::failed, outcome.reason(), std::nullopt, std::nullopt,
+                             /*terminal=*/true);
+        return;
+      case HandlerOutcome::Kind::drop:
+        log(LogLevel::warning, concat({"message ", env.id(), " on ", flight.delivery.queue,
+                                       " is dropped by its handler: ", outcome.reason()}));
+        metrics_.dropped++;
+        ack(flight);
+        return;
+    }
   }
 
   // Not a failure: the message goes back as it came, its attempts
@@ -504,11 +606,14 @@ class Worker::Impl {
     }
   }
 
+  // terminal: the failure will repeat (a handler's decision, an error that
+  // is not retriable): no retry, straight to the dead-letter path.
   void retry_or_dead_letter(Flight& flight, Envelope& env, DeadLetterReason reason, const std::string& error,
                             const std::optional<std::string>& exception_type,
-                            std::optional<std::chrono::milliseconds> fixed_delay = std::nullopt) {
+                            std::optional<std::chrono::milliseconds> fixed_delay = std::nullopt,
+                            bool terminal = false) {
     const std::int64_t next = env.attempts() + 1;
-    const bool will_retry = next < options_.max_attempts;
+    const bool will_retry = !terminal && next < options_.max_attempts;
     if (options_.hooks.on_error) {
       options_.hooks.on_error(ErrorEvent{flight.delivery.queue, &env, error, exception_type.value_or(""), will_retry});
     }
@@ -517,8 +622,10 @@ class Worker::Impl {
       if (options_.dead_letter) {
         dead_letter(flight, env, reason, error, exception_type);
       } else {
-        log(LogLevel::warning, concat({"message ", env.id(), " failed ", std::to_string(next),
-                                       " times and is dropped (dead-lettering is off): ", error}));
+        log(LogLevel::warning, terminal ? concat({"message ", env.id(),
+                                                  " failed for good and is dropped (dead-lettering is off): ", error})
+                                        : concat({"message ", env.id(), " failed ", std::to_string(next),
+                                                  " times and is dropped (dead-lettering is off): ", error}));
         metrics_.dropped++;
         ack(flight);
       }
@@ -550,6 +657,9 @@ class Worker::Impl {
       return;
     }
     metrics_.retried++;
+    // A message of an unknown URN is left for a consumer that knows it:
+    // not work this run waits for.
+    if (reason != DeadLetterReason::unknown_urn) note_own_delayed(delay);
     settle_ack(flight.delivery);
   }
 
@@ -724,6 +834,7 @@ class Worker::Impl {
       return;
     }
     metrics_.released++;
+    note_own_delayed(delay);
   }
 
   std::chrono::milliseconds lease_extension() const {
@@ -775,6 +886,7 @@ class Worker::Impl {
   std::vector<std::shared_ptr<Flight>> abandoned_;
   bool shutting_down_ = false;
   std::size_t processed_ = 0;
+  std::chrono::steady_clock::time_point own_delayed_until_{};  // see note_own_delayed()
 
   // Acks of handled messages waiting for one ack_batch() (batch_acks_
   // only), under a mutex of their own so that sending a batch never holds
@@ -797,7 +909,7 @@ Worker::Worker(std::unique_ptr<Transport> transport, WorkerOptions options) {
   impl_ = std::make_unique<Impl>(ref, std::move(transport), std::move(options));
 }
 
-Worker::~Worker() { stop(); }
+Worker::~Worker() { impl_->stop_and_wait(); }
 
 void Worker::add_handler(std::string urn, Handler handler) { impl_->add_handler(std::move(urn), std::move(handler)); }
 void Worker::handle_any(Handler handler) { impl_->set_fallback(std::move(handler)); }
@@ -817,6 +929,7 @@ Result<std::size_t> Worker::drain(std::string_view queue, std::size_t max) {
   RunLimits limits;
   limits.max_messages = max;
   limits.idle_exit = std::chrono::milliseconds(0);
+  limits.idle_waits_for_own_delayed = false;  // "until it is empty", as it looks now
   auto summary = impl_->run(std::move(queues), limits);
   if (!summary) return unexpected(summary.error());
   return summary->processed;

@@ -28,7 +28,9 @@ Middleware::Middleware(std::shared_ptr<Provider> provider) : provider_(std::move
 
 Result<void> Middleware::handle(const Message& message, const MessageHandler& next) {
   auto schema = provider_->schema_for(message.urn());
-  if (!schema) return unexpected(schema.error());
+  // A schema that cannot be read is the deployment's fault, not the
+  // message's: retried (the file may be fixed), unlike invalid data.
+  if (!schema) return unexpected(ErrorInfo(schema.error().code(), schema.error().message(), /*retriable=*/true));
   if (*schema) {
     auto violations = (*schema)->validate(message.envelope().data());
     if (!violations.empty()) return unexpected(Errc::invalid_argument, describe(message.urn(), violations));

@@ -10,8 +10,11 @@
 # same pid) -> stop -> status stopped (exit 3) -> stop again. Redis and
 # Artemis also check that data survives a stop/start, Redis, RabbitMQ,
 # Artemis and Pulsar check their TLS port, Artemis that it listens on no
-# other port and refuses a wrong password, and Pulsar that its every socket
-# is on 127.0.0.1 and that a start wipes the data. A broker this test has no specific checks for
+# other port and refuses a wrong password, the Service Bus test server that it
+# listens on its one port, answers a put-token signed with its key and refuses
+# one signed with another key, and that info prints its connection string, and
+# Pulsar that its every socket is on 127.0.0.1 and that a start wipes the
+# data. A broker this test has no specific checks for
 # gets the generic ones: a URL on 127.0.0.1, its first port open.
 #
 # By default the test runs in isolation: its own temporary state directory
@@ -79,6 +82,7 @@ url_regex() {
     kafka) echo '^kafka://127\.0\.0\.1:[0-9]+$' ;;
     sqs) echo '^sqs://us-east-1\?endpoint=http://127\.0\.0\.1:[0-9]+$' ;;
     artemis) echo '^artemis://admin:admin@127\.0\.0\.1:[0-9]+$' ;;
+    servicebus) echo '^sb://127\.0\.0\.1:[0-9]+$' ;;
     pulsar) echo '^pulsar://127\.0\.0\.1:[0-9]+$' ;;
     *) echo '^[a-z0-9+]+://.*127\.0\.0\.1:[0-9]+' ;;
   esac
@@ -134,6 +138,8 @@ answers() {
         -H 'Content-Type: application/x-amz-json-1.0' -H 'X-Amz-Target: AmazonSQS.ListQueues' \
         -H 'Authorization: AWS4-HMAC-SHA256 Credential=test/20240101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=0' \
         -d '{}' | grep -q '^{' ;;
+    servicebus)
+      servicebus_put_token "$port" "$(info_value servicebus key)" ;;
     *)
       port_open "$port" ;;
   esac
@@ -160,6 +166,20 @@ artemis_queue_count() {
   out="$(timeout 60 "$(info_value artemis artemis)" queue stat --url "$(info_value artemis cli_url)" \
     --user "$(info_value artemis user)" --password "$(info_value artemis password)" --queueName "$1" 2>/dev/null)"
   awk -F'|' -v q="$1" '{ gsub(/ /, "", $2); gsub(/ /, "", $5) } $2 == q { print $5 }' <<<"$out" | grep -qx "$2"
+}
+
+# servicebus_put_token PORT KEY: a put-token on $cbs, signed with KEY, is
+# answered with status-code 202 (the readiness probe, a real AMQP exchange).
+servicebus_put_token() {
+  SERVICEBUS_TEST_SERVER_KEY="$2" timeout 15 "$(info_value servicebus python)" \
+    "$(info_value servicebus server)/probe.py" 127.0.0.1 "$1" "$(info_value servicebus key_name)" 2>/dev/null
+}
+
+servicebus_refuses() {
+  local out
+  out="$(SERVICEBUS_TEST_SERVER_KEY="$2" timeout 15 "$(info_value servicebus python)" \
+    "$(info_value servicebus server)/probe.py" 127.0.0.1 "$1" "$(info_value servicebus key_name)" 2>&1)" && return 1
+  grep -q 'answered status-code 401' <<<"$out"
 }
 
 status_pid() { sed -n 's/.*(pid \([0-9]*\)).*/\1/p' <<<"$1"; }
@@ -231,6 +251,19 @@ test_broker() {
       _ "$HERE/../../scripts/lib/broker-artemis-probe.py" "$port"
     check "artemis: send a durable message" artemis_cli producer --destination queue://bq.test.persist \
       --message-count 1
+  fi
+
+  if [[ "$name" == servicebus ]]; then
+    local listening cs
+    listening="$(ss -Hltnup 2>/dev/null | grep "pid=$pid," | awk '{print $5}' | sed 's/.*://' | sort -un | tr '\n' ' ')"
+    check "servicebus: the server listens on its port only ($listening)" test "$listening" = "$port "
+    check "servicebus: a token signed with another key is refused with status-code 401" \
+      servicebus_refuses "$port" not-the-key
+    cs="$(info_value servicebus connection_string)"
+    check "servicebus: info prints the connection string ($cs)" test "$cs" = \
+      "Endpoint=sb://127.0.0.1:$port;SharedAccessKeyName=$(info_value servicebus key_name);SharedAccessKey=$(info_value servicebus key);UseDevelopmentEmulator=true"
+    check "servicebus: info prints the lock duration and MaxDeliveryCount" \
+      test -n "$(info_value servicebus lock_duration)" -a -n "$(info_value servicebus max_delivery_count)"
   fi
 
   t0=$SECONDS

@@ -77,12 +77,16 @@ contains "flaky: retried then succeeded" "processed 2, succeeded 1, failed 1, re
 contains "the command's stderr is passed on" "first try fails" "$(cat "$tmp/work.err")"
 check "flaky: queue empty" "$(empty flaky)" "$(stats flaky)"
 
-# With a retry backoff, the retry waits in the queue.
+# With a retry backoff, the retry waits in the queue for its time, and
+# --idle-exit waits for it: the worker leaves nothing of its own behind.
 rm -f "$tmp/flaky.log"
 "$bq" publish flaky urn:a '{}' >/dev/null
-work flaky --idle-exit 0.3 --backoff-initial 5000 --backoff-max 10000 --backoff-multiplier 2 -- "$tmp/flaky.sh"
+started=$SECONDS
+work flaky --idle-exit 0.3 --backoff-initial 1500 --backoff-max 10000 --backoff-multiplier 2 -- "$tmp/flaky.sh"
 check "backoff exit" 0 $?
-check "backoff: the retry is delayed" '{"queue":"flaky","ready":0,"reserved":0,"delayed":1}' "$(stats flaky)"
+check "backoff: the retry ran after its delay, before the exit" $'0\n1' "$(cat "$tmp/flaky.log")"
+check "backoff: took at least the delay" yes "$([[ $((SECONDS - started)) -ge 1 ]] && echo yes || echo no)"
+check "backoff: nothing left behind" "$(empty flaky)" "$(stats flaky)"
 
 # ---- always failing: dead-lettered after --max-attempts ---------------------------------------
 id=$("$bq" publish doomed urn:a '{"n":1}')
@@ -124,6 +128,19 @@ printf '{"job":"urn:a","trace_id":"t","data":{},"meta":{"schema_version":2}}' | 
 work poisoned --idle-exit 0.3 --dead-letter -- "$tmp/never.sh"
 check "rejected envelope: CMD never ran" "no" "$([[ -e "$tmp/never.ran" ]] && echo yes || echo no)"
 contains "rejected envelope: dead-lettered as poison" '"dead_letter":{"reason":"poison"' "$(drain poisoned.dlq)"
+
+# ---- exit statuses 65 (dead-letter now) and 75 (retry) ------------------------------------------
+printf '#!/bin/sh\necho run >>"%s/dataerr.log"\necho "no lines in the order" >&2\nexit 65\n' "$tmp" >"$tmp/dataerr.sh"
+printf '#!/bin/sh\necho "$BQ_ATTEMPTS" >>"%s/tempfail.log"\n[ "$BQ_ATTEMPTS" = 0 ] && exit 75\nexit 0\n' "$tmp" >"$tmp/tempfail.sh"
+chmod +x "$tmp/dataerr.sh" "$tmp/tempfail.sh"
+"$bq" publish bad urn:a '{}' >/dev/null
+work bad --idle-exit 0.3 --dead-letter --max-attempts 5 -- "$tmp/dataerr.sh"
+check "65: run once" "run" "$(cat "$tmp/dataerr.log")"
+contains "65: dead-lettered now with the command's words" "no lines in the order" "$(drain bad.dlq)"
+"$bq" publish later urn:a '{}' >/dev/null
+work later --idle-exit 0.5 --backoff-initial 100 -- "$tmp/tempfail.sh"
+check "75: retried" "0 1" "$(tr '\n' ' ' <"$tmp/tempfail.log" | sed 's/ $//')"
+check "75: nothing left" "" "$(drain later)"
 
 # ---- --urn and --unknown-urn --------------------------------------------------------------------
 unknown() {  # unknown STRATEGY MAX_ATTEMPTS: publish urn:other and work with only urn:known routed

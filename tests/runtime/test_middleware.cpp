@@ -128,11 +128,11 @@ TEST(Middleware, SkippingTheHandlerAcksTheMessage) {
   EXPECT_TRUE(take_all(transport, "orders").empty());
 }
 
-TEST(Middleware, AnErrorFromAMiddlewareIsAFailureThatIsRetried) {
+TEST(Middleware, AnErrorFromAMiddlewareIsAFailureThatIsRetriedWhenRetriable) {
   bq::memory::Transport transport;
   auto refuse = std::make_shared<Lambda>();
   refuse->on_handle = [](const bq::Message& m, const bq::MessageHandler& next) -> bq::Result<void> {
-    if (m.attempts() == 0) return bq::unexpected(bq::Errc::invalid_argument, "refused by the middleware");
+    if (m.attempts() == 0) return bq::unexpected(bq::Errc::timeout, "the middleware's store timed out");
     return next(m);
   };
   bq::Worker worker(transport, quiet_options());
@@ -236,4 +236,42 @@ TEST(Middleware, UseAfterTheFirstPublishIsRefused) {
   ASSERT_TRUE(worker.publish("urn:t:x", bq::Value::object()));
   EXPECT_THROW(worker.use(std::make_shared<Lambda>()), bq::Error);
   EXPECT_THROW(bq::MiddlewareChain().add(nullptr), bq::Error);
+}
+
+// meta.queue names the queue a dead letter goes back to: an envelope that
+// names another queue than the one it is sent to is refused, nothing sent.
+TEST(Middleware, AnEnvelopeWhoseQueueDisagreesIsRefused) {
+  bq::memory::Transport transport;
+  auto swap = std::make_shared<Lambda>();
+  swap->on_publish = [](bq::PublishRequest& r, const bq::PublishStep& next) -> bq::Result<void> {
+    r.envelope = bq::Envelope::make(r.envelope.urn(), bq::Value::object()).value();  // meta.queue "default"
+    return next(r);
+  };
+  bq::Worker worker(transport, quiet_options());
+  worker.use(swap);
+  bq::PublishParams to_orders;
+  to_orders.queue = "orders";
+  auto published = worker.publish("urn:t:x", bq::Value::object(), to_orders);
+  ASSERT_FALSE(published);
+  EXPECT_EQ(published.error().code(), bq::Errc::invalid_argument);
+  EXPECT_NE(published.error().message().find("'default'"), std::string::npos) << published.error().message();
+  EXPECT_TRUE(take_all(transport, "orders").empty());
+}
+
+// Published through the Worker to a queue, a message that fails names that
+// queue in its dead-letter block.
+TEST(Middleware, ADeadLetterNamesTheQueueItWasPublishedTo) {
+  bq::memory::Transport transport;
+  auto options = quiet_options();
+  options.max_attempts = 1;
+  options.dead_letter = true;
+  bq::Worker worker(transport, options);
+  worker.handle("urn:t:x", [](const bq::Message&) { throw std::runtime_error("no"); });
+  bq::PublishParams to_payments;
+  to_payments.queue = "payments";
+  ASSERT_TRUE(worker.publish("urn:t:x", bq::Value::object(), to_payments));
+  ASSERT_EQ(worker.drain("payments").value(), 1U);
+  auto dead = take_all(transport, "payments.dlq");
+  ASSERT_EQ(dead.size(), 1U);
+  EXPECT_EQ(bq::Envelope::decode(dead[0].body).value().dead_letter()->original_queue, "payments");
 }

@@ -22,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -560,6 +561,187 @@ TEST_P(WorkerTest, TypedHandlersAndPublish) {
   ASSERT_TRUE(worker.publish(OrderCreated{1042}));
   (void)worker.drain("orders");
   EXPECT_EQ(got, 1042);
+}
+
+TEST_P(WorkerTest, AOneArgumentTypedHandlerAndAMoveOnlyHandlerWork) {
+  bq::Worker worker(transport(), options());
+  std::int64_t got = 0;
+  worker.handle<OrderCreated>([&](const OrderCreated& o) { got = o.order_id; });
+  auto owned = std::make_unique<int>(7);
+  int seen = 0;
+  worker.handle("urn:a", [owned = std::move(owned), &seen](const bq::Message&) { seen = *owned; });
+  ASSERT_TRUE(worker.publish(OrderCreated{5}));
+  ASSERT_TRUE(worker.publish("urn:a", {}));
+  EXPECT_EQ(worker.drain("orders").value(), 2U);
+  EXPECT_EQ(got, 5);
+  EXPECT_EQ(seen, 7);
+}
+
+// A typed message whose payload does not convert fails the same way every
+// time: dead-lettered at once with its bytes, the handler never runs.
+struct StrictOrder {
+  static constexpr std::string_view urn = "urn:babel:orders:strict";
+  std::int64_t order_id = 0;
+  bq::Value to_value() const { return bq::Value::object({{"order_id", order_id}}); }
+  static StrictOrder from_value(const bq::Value& v) { return {v["order_id"].as_int64()}; }  // throws on a string
+};
+
+TEST_P(WorkerTest, ATypedPayloadThatDoesNotConvertIsDeadLetteredAtOnce) {
+  auto o = options();
+  o.dead_letter = true;
+  bq::Worker worker(transport(), o);
+  int runs = 0;
+  worker.handle<StrictOrder>([&](const StrictOrder&) { ++runs; });
+  ASSERT_TRUE(worker.publish("urn:babel:orders:strict", bq::Value::object({{"order_id", "not a number"}})));
+  EXPECT_EQ(worker.drain("orders").value(), 1U);
+  EXPECT_EQ(runs, 0);
+  auto dlq = take_all("orders.dlq");
+  ASSERT_EQ(dlq.size(), 1U);
+  auto dead = decode(dlq[0].body);
+  EXPECT_EQ(dead.data_json(), R"({"order_id":"not a number"})");
+  EXPECT_NE(dead.dead_letter()->error.value_or("").find("invalid payload"), std::string::npos);
+  EXPECT_TRUE(take_all("orders").empty());
+}
+
+// ---- what a handler decides (handler_outcome.hpp; docs/runtime.md's outcome table) -----------
+
+TEST_P(WorkerTest, OutcomeRetryWaitsItsDelayAndCountsAnAttempt) {
+  auto o = options();
+  bq::Worker worker(transport(), o);
+  std::vector<std::int64_t> attempts;
+  worker.handle("urn:a", [&](const bq::Message& m) {
+    attempts.push_back(m.attempts());
+    return m.attempts() == 0 ? bq::HandlerOutcome::retry(400ms, "inventory not reachable") : bq::HandlerOutcome::ack();
+  });
+  ASSERT_TRUE(worker.publish("urn:a", {}));
+  EXPECT_EQ(worker.drain("orders").value(), 1U);
+  if (transport().capabilities().native_delay) {
+    EXPECT_TRUE(faulty().inner().receive("orders", 1, 0ms).value().empty()) << "the retry came back early";
+    std::this_thread::sleep_for(550ms);
+  }
+  EXPECT_EQ(worker.drain("orders").value(), 1U);
+  EXPECT_EQ(attempts, (std::vector<std::int64_t>{0, 1}));
+  EXPECT_EQ(worker.metrics().snapshot().retried, 1U);
+}
+
+TEST_P(WorkerTest, OutcomeRetryIsBoundedByMaxAttempts) {
+  auto o = options();
+  o.dead_letter = true;
+  o.max_attempts = 2;
+  bq::Worker worker(transport(), o);
+  int runs = 0;
+  worker.handle("urn:a", [&](const bq::Message&) {
+    ++runs;
+    return bq::HandlerOutcome::retry();
+  });
+  ASSERT_TRUE(worker.publish("urn:a", {}));
+  for (int i = 0; i < 3; ++i) (void)worker.drain("orders");
+  EXPECT_EQ(runs, 2);
+  EXPECT_EQ(take_all("orders.dlq").size(), 1U);
+}
+
+TEST_P(WorkerTest, OutcomeDeadLetterGoesThereNowWithItsReason) {
+  auto o = options();
+  o.dead_letter = true;
+  bq::Worker worker(transport(), o);
+  int runs = 0;
+  worker.handle("urn:a", [&](const bq::Message&) {
+    ++runs;
+    return bq::HandlerOutcome::dead_letter("the order has no lines");
+  });
+  ASSERT_TRUE(worker.publish("urn:a", {}));
+  EXPECT_EQ(worker.drain("orders").value(), 1U);
+  EXPECT_EQ(runs, 1);
+  auto dlq = take_all("orders.dlq");
+  ASSERT_EQ(dlq.size(), 1U);
+  auto block = decode(dlq[0].body).dead_letter().value();
+  EXPECT_EQ(block.reason, "failed");
+  EXPECT_EQ(block.error.value_or(""), "the order has no lines");
+  EXPECT_EQ(block.attempts, 1);
+}
+
+TEST_P(WorkerTest, OutcomeDeadLetterWithoutADeadLetterQueueIsDroppedAndLogged) {
+  bq::Worker worker(transport(), options());
+  worker.handle("urn:a", [](const bq::Message&) { return bq::HandlerOutcome::dead_letter("bad"); });
+  ASSERT_TRUE(worker.publish("urn:a", {}));
+  EXPECT_EQ(worker.drain("orders").value(), 1U);
+  EXPECT_TRUE(take_all("orders").empty());
+  EXPECT_TRUE(take_all("orders.dlq").empty());
+  EXPECT_EQ(worker.metrics().snapshot().dropped, 1U);
+  std::lock_guard lock(log_mutex_);
+  EXPECT_TRUE(std::any_of(logs_.begin(), logs_.end(), [](const std::string& l) {
+    return l.find("dropped") != std::string::npos && l.find("bad") != std::string::npos;
+  }));
+}
+
+TEST_P(WorkerTest, OutcomeDropAcksWithoutRunningAgain) {
+  auto o = options();
+  o.dead_letter = true;
+  bq::Worker worker(transport(), o);
+  int runs = 0;
+  worker.handle("urn:a", [&](const bq::Message&) {
+    ++runs;
+    return bq::HandlerOutcome::drop("shipped already");
+  });
+  ASSERT_TRUE(worker.publish("urn:a", {}));
+  EXPECT_EQ(worker.drain("orders").value(), 1U);
+  EXPECT_EQ(worker.drain("orders").value(), 0U);
+  EXPECT_EQ(runs, 1);
+  EXPECT_TRUE(take_all("orders.dlq").empty());
+  EXPECT_EQ(worker.metrics().snapshot().dropped, 1U);
+}
+
+TEST_P(WorkerTest, AThrownOutcomeIsTheSameDecision) {
+  auto o = options();
+  o.dead_letter = true;
+  bq::Worker worker(transport(), o);
+  worker.handle("urn:a",
+                [](const bq::Message&) { throw bq::OutcomeException(bq::HandlerOutcome::dead_letter("thrown")); });
+  ASSERT_TRUE(worker.publish("urn:a", {}));
+  EXPECT_EQ(worker.drain("orders").value(), 1U);
+  auto dlq = take_all("orders.dlq");
+  ASSERT_EQ(dlq.size(), 1U);
+  EXPECT_EQ(decode(dlq[0].body).dead_letter()->error.value_or(""), "thrown");
+}
+
+TEST_P(WorkerTest, AnErrorThatIsNotRetriableRunsOnceReturnedOrThrown) {
+  auto o = options();
+  o.dead_letter = true;
+  bq::Worker worker(transport(), o);
+  int returned = 0;
+  int thrown = 0;
+  worker.handle("urn:returned", [&](const bq::Message&) -> bq::Result<void> {
+    ++returned;
+    return bq::unexpected(bq::Errc::invalid_argument, "the amount is negative");
+  });
+  worker.handle("urn:thrown", [&](const bq::Message&) {
+    ++thrown;
+    throw bq::Error(bq::Errc::auth, "the card was refused");
+  });
+  ASSERT_TRUE(worker.publish("urn:returned", {}));
+  ASSERT_TRUE(worker.publish("urn:thrown", {}));
+  for (int i = 0; i < 3; ++i) (void)worker.drain("orders");
+  EXPECT_EQ(returned, 1);
+  EXPECT_EQ(thrown, 1);
+  EXPECT_EQ(take_all("orders.dlq").size(), 2U);
+}
+
+TEST_P(WorkerTest, RetriabilityDecidedAtTheOriginOverridesTheCode) {
+  auto o = options();
+  o.dead_letter = true;
+  bq::Worker worker(transport(), o);
+  std::vector<std::int64_t> attempts;
+  worker.handle("urn:a", [&](const bq::Message& m) -> bq::Result<void> {
+    attempts.push_back(m.attempts());
+    if (m.attempts() == 0) {
+      return bq::unexpected(bq::ErrorInfo(bq::Errc::not_found, "the replica has not caught up", /*retriable=*/true));
+    }
+    return {};
+  });
+  ASSERT_TRUE(worker.publish("urn:a", {}));
+  for (int i = 0; i < 2; ++i) (void)worker.drain("orders");
+  EXPECT_EQ(attempts, (std::vector<std::int64_t>{0, 1}));
+  EXPECT_TRUE(take_all("orders.dlq").empty());
 }
 
 // ---- redrive ---------------------------------------------------------------------------------

@@ -65,6 +65,10 @@ std::vector<std::string> inherited_environment() {
   return out;
 }
 
+// Exit statuses of a command with a meaning of their own (sysexits.h).
+constexpr int kExitDataError = 65;         // EX_DATAERR
+constexpr int kExitTemporaryFailure = 75;  // EX_TEMPFAIL
+
 // "command exited with status 3: <the last lines of its standard error>".
 std::string describe_failure(const ChildOutcome& outcome) {
   std::string text = outcome.exited ? "command exited with status " + std::to_string(outcome.exit_status)
@@ -192,6 +196,16 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
     auto outcome = run_child(spec);
     if (!outcome) return unexpected(outcome.error());
     if (outcome->succeeded()) return {};
+    // The sysexits convention: EX_DATAERR (65) says the message itself is
+    // bad (dead-letter it now), EX_TEMPFAIL (75) asks for a retry after the
+    // backoff; any other failure is a plain failure (retried up to
+    // --max-attempts).
+    if (outcome->exited && outcome->exit_status == kExitDataError) {
+      throw OutcomeException(HandlerOutcome::dead_letter(describe_failure(*outcome)));
+    }
+    if (outcome->exited && outcome->exit_status == kExitTemporaryFailure) {
+      throw OutcomeException(HandlerOutcome::retry({}, describe_failure(*outcome)));
+    }
     return unexpected(Errc::io, describe_failure(*outcome));
   };
   if (args.urns.empty()) {

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs the Artemis benchmark against the broker of scripts/broker (started
+# when it is not running), with the published Python SDK side by side (its
+# virtual environment from scripts/python-sdk).
+#   bench/artemis/run.sh BUILD_DIR/bench/artemis/babelqueue_bench_artemis [--messages N] [--rounds R] ...
+# BQ_BENCH_NO_PYTHON=1 leaves the Python SDK out.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+bench="$1"
+shift
+"$root/scripts/broker" status artemis >/dev/null 2>&1 || "$root/scripts/broker" start artemis >/dev/null
+url="$("$root/scripts/broker" url artemis | tail -n 1)"
+python=()
+if [[ -z "${BQ_BENCH_NO_PYTHON:-}" ]]; then
+  python=(--python "$("$root/scripts/python-sdk" path)" --python-script "$root/bench/artemis/python_sdk_bench.py")
+fi
+exec "$bench" --url "$url" "${python[@]}" "$@"

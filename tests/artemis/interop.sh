@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Interop with the published Python SDK (babelqueue[artemis], pinned, in the
+# venv scripts/python-sdk creates) on the real Artemis broker:
+#   1. Python publishes (non-durable amqp-value strings, no capabilities);
+#      this SDK consumes: bodies identical byte for byte, no contract property
+#      surfaced as a header, attempts 0.
+#   2. This SDK publishes; a plain proton browser finds the Python SDK's own
+#      projection of each body plus the binding's additions (message-id,
+#      subject, content-type, durable); the Python runtime handles each once.
+#   3. A Python-produced message retried by this SDK (a release that counts a
+#      delivery, then the Worker's republish) and dead-lettered to
+#      <queue>.dlq, whose record the Python SDK reads.
+#   4. A message of this SDK retried by the Python runtime (it republishes):
+#      failed twice, handled the third time; and a retry copy the Python
+#      runtime left is read by this SDK as the original with attempts 1.
+# Usage: interop.sh PATH_OF_artemis_interop_peer
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+peer="$1"
+# shellcheck source=tests/support/check.sh
+source "$root/tests/support/check.sh"
+url="$("$root/scripts/broker" url artemis | tail -n 1)"
+work="$(mktemp -d "${TMPDIR:-/tmp}/bq-artemis-interop-XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+suffix="$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
+count=25
+py() { "$root/scripts/python-sdk" run "$here/interop.py" "$@" 2>&1; }
+# Runs a command, printing "ok" or its output (for check).
+outcome() { local out; if out="$("$@" 2>&1)"; then echo ok; else echo "$out"; fi; }
+
+# 1. Python -> C++
+q="interop-py-to-cpp-$suffix"
+check "python publishes $count" ok "$(outcome py produce "$url" "$q" "$count" urn:interop:py "$work/py-sent.jsonl")"
+check "c++ consumes $count" ok "$(outcome "$peer" consume "$url" "$q" "$count" "$work/cpp-received.jsonl")"
+check "python -> c++: bodies identical, no header, attempts 0" "$count bodies identical byte for byte" \
+  "$(py compare "$work/py-sent.jsonl" "$work/cpp-received.jsonl")"
+check "python -> c++: nothing left" ok "$(outcome "$peer" empty "$url" "$q" 2)"
+
+# 2. C++ -> Python
+q="interop-cpp-to-py-$suffix"
+check "c++ publishes $count" ok "$(outcome "$peer" produce "$url" "$q" "$count" "$work/cpp-sent.jsonl")"
+check "c++ -> python: every field as the Python SDK projects it" "$count messages carry the Python projection" \
+  "$(py inspect "$url" "$q" "$count" "$work/py-inspected.jsonl")"
+check "c++ -> python: bodies identical" "$count bodies identical byte for byte" \
+  "$(py compare "$work/cpp-sent.jsonl" "$work/py-inspected.jsonl")"
+check "c++ -> python: the Python runtime handles each once" "the Python runtime handled $count messages" \
+  "$(py handle "$url" "$q" "$count")"
+check "c++ -> python: nothing left" ok "$(outcome "$peer" empty "$url" "$q" 2)"
+
+# 3. A Python message retried and dead-lettered by this SDK
+q="interop-py-retried-$suffix"
+check "python publishes one to fail" ok \
+  "$(outcome py produce "$url" "$q" 1 urn:interop:py:fail "$work/py-fail.jsonl")"
+check "c++ releases it, then its Worker retries and dead-letters it" ok \
+  "$(outcome "$peer" retry "$url" "$q" "$work/cpp-retry.jsonl")"
+check "python reads the c++ dead-letter record" "the Python SDK reads the C++ dead-letter record" \
+  "$(py dead-letter "$url" "$q" "$work/py-fail.jsonl" "$work/cpp-retry.jsonl")"
+check "nothing left on $q" ok "$(outcome "$peer" empty "$url" "$q" 2)"
+
+# 4. A C++ message retried by the Python runtime
+q="interop-cpp-retried-$suffix"
+check "c++ publishes one flaky message" ok "$(outcome "$peer" produce "$url" "$q" 1 "$work/cpp-flaky.jsonl")"
+check "the Python runtime fails it twice and handles it the third time" "attempts 0 1 2" \
+  "$(py flaky "$url" "$q" 2 "$work/py-flaky.jsonl")"
+check "nothing left on $q" ok "$(outcome "$peer" empty "$url" "$q" 2)"
+q="interop-cpp-retry-copy-$suffix"
+check "c++ publishes one" ok "$(outcome "$peer" produce "$url" "$q" 1 "$work/cpp-once.jsonl")"
+check "the Python runtime fails it once" ok "$(outcome py fail-once "$url" "$q")"
+check "c++ consumes the Python retry copy" ok "$(outcome "$peer" consume "$url" "$q" 1 "$work/cpp-copy.jsonl")"
+check "the Python retry copy is the original with attempts 1" "the retry copy is the original with attempts 1" \
+  "$(py compare-retry "$work/cpp-once.jsonl" "$work/cpp-copy.jsonl")"
+finish
