@@ -101,7 +101,7 @@ int retry(bq::Transport& transport, const std::string& queue, std::ofstream& out
   bq::Worker worker(transport, options);
   worker.handle("urn:interop:py:fail", [&](const bq::Message& m) -> bq::Result<void> {
     seen.emplace_back(m.attempts());
-    return bq::unexpected(bq::Errc::internal, "the interop handler always fails");
+    return bq::unexpected(bq::Errc::io, "the interop handler always fails");
   });
   bq::RunLimits limits;
   limits.idle_exit = 3s;

@@ -157,7 +157,7 @@ TEST_F(ArtemisIntegration, ReleaseCountsADeliveryAndTheWorkerDeadLettersAtMaxAtt
     bq::Worker worker(*transport_, options);
     worker.handle("urn:test:release", [&](const bq::Message&) -> bq::Result<void> {
       ++handled;
-      return bq::unexpected(bq::Errc::internal, "always fails");
+      return bq::unexpected(bq::Errc::io, "always fails");
     });
     bq::RunLimits limits;
     limits.max_messages = 1;
@@ -186,7 +186,7 @@ TEST_F(ArtemisIntegration, TheWorkerRetriesByRepublishingUntilTheDeadLetterQueue
     bq::Worker worker(*transport_, options);
     worker.handle("urn:test:retry", [&](const bq::Message& m) -> bq::Result<void> {
       seen.push_back(m.attempts());
-      return bq::unexpected(bq::Errc::internal, "always fails");
+      return bq::unexpected(bq::Errc::io, "always fails");
     });
     ASSERT_TRUE(transport_->publish(q, envelope("urn:test:retry", 1, q)));
     bq::RunLimits limits;

@@ -268,7 +268,7 @@ TEST(KafkaBroker, TheWorkerRetriesThenDeadLettersWithTheBlock) {
   std::atomic<int> calls{0};
   worker.handle("urn:test:kafka:item", [&](const bq::Message&) -> bq::Result<void> {
     ++calls;
-    return bq::unexpected(bq::Errc::internal, "always fails");
+    return bq::unexpected(bq::Errc::io, "always fails");
   });
   ASSERT_TRUE(transport->publish(topic, envelope(topic, 1)));
   std::thread runner([&] { (void)worker.run({topic}); });
@@ -614,7 +614,7 @@ TEST(KafkaBroker, AKeyedRecordRetriedStaysOnItsPartitionWithItsKey) {
   worker.handle("urn:test:kafka:item", [&](const bq::Message& m) -> bq::Result<void> {
     if (m.attempts() == 0) {
       ++first_attempts;
-      return bq::unexpected(bq::Errc::internal, "the first attempt fails");
+      return bq::unexpected(bq::Errc::io, "the first attempt fails");
     }
     ++handled;
     return {};

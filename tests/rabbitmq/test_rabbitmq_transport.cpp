@@ -229,7 +229,7 @@ TEST(RabbitmqTransport, TheWorkerDeadLettersToTheDlqAfterItsRetries) {
   std::atomic<int> calls{0};
   worker.handle("urn:test:orders:created", [&](const bq::Message&) -> bq::Result<void> {
     ++calls;
-    return bq::unexpected(bq::Errc::internal, "handler always fails");
+    return bq::unexpected(bq::Errc::io, "handler always fails");
   });
   bq::PublishOptions headers;
   headers.headers = {{"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}};

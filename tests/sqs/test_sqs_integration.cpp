@@ -195,7 +195,7 @@ TEST_F(SqsIntegration, FifoRetryAndRedriveAreNotDeduplicatedAway) {
     bq::Worker worker(*transport_, options);
     worker.handle("urn:test:retry", [&](const bq::Message& m) -> bq::Result<void> {
       seen.push_back(m.attempts());
-      return bq::unexpected(bq::Errc::internal, "always fails");
+      return bq::unexpected(bq::Errc::io, "always fails");
     });
     ASSERT_TRUE(transport_->publish(q, envelope("urn:test:retry", 1, q)));
     bq::RunLimits limits;
@@ -230,7 +230,7 @@ TEST_F(SqsIntegration, AnSqsFifoMessageWithACustomGroupIsRetriedInThatGroup) {
     bq::Worker worker(*transport_, quiet());
     worker.handle("urn:test:group", [&](const bq::Message& m) -> bq::Result<void> {
       seen.push_back(m.attempts());
-      return bq::unexpected(bq::Errc::internal, "the first try fails");
+      return bq::unexpected(bq::Errc::io, "the first try fails");
     });
     // Published straight to the transport, so only the retry is on trial.
     bq::PublishOptions keyed;
@@ -263,9 +263,8 @@ TEST_F(SqsIntegration, AFifoDeadLetterAndItsRedriveStayInTheGroup) {
   options.dead_letter = true;
   {
     bq::Worker worker(*transport_, options);
-    worker.handle("urn:test:dlqgroup", [](const bq::Message&) -> bq::Result<void> {
-      return bq::unexpected(bq::Errc::internal, "always fails");
-    });
+    worker.handle("urn:test:dlqgroup",
+                  [](const bq::Message&) -> bq::Result<void> { return bq::unexpected(bq::Errc::io, "always fails"); });
     bq::PublishParams params;
     params.queue = q;
     params.ordering_key = "group-B";
