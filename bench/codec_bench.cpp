@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Codec benchmarks: what a producer (make), a consumer (decode + accepts), a
 // router (decode + urn) and a retry (re-emit with attempts+1) cost, next to
 // the fastest strict JSON parser in reach (simdjson DOM) and the most common

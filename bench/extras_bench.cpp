@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the optional middleware costs per message, in one run next to a
 // plain handler (docs/benchmarks.md, "Middleware"): the payload schema check
 // (consume side: data read from the envelope and checked; publish side: the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs babelqueue_bench_codec and prints the performance targets as PASS/FAIL.
 
 Usage:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Publish and consume+ack throughput of the embedded transports (memory and
 # SQLite), with one and four handler threads, through `babelqueue bench`.
 # Usage: bench/transport_throughput.sh BABELQUEUE_BINARY [MESSAGES] [SIZE]

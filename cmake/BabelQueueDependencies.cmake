@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bq_find_dependency(<package> TARGET <imported target> PKG <pkg-config module> [REQUIRED])
 #
 # Looks for a dependency the way Debian ships it: first a CMake find module or

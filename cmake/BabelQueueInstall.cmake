@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Installs the libraries, headers, the CLI, a relocatable CMake package
 # (find_package(BabelQueue COMPONENTS ...)) and one pkg-config file per library.
 include_guard(GLOBAL)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Compile settings shared by the project's own targets. Users who build the
 # SDK as a dependency get none of the warnings-as-errors.
 include_guard(GLOBAL)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The transports of the SDK. The top-level CMakeLists.txt lists them, one
 # bq_transport() line each; everything else that names transports reads that
 # list:

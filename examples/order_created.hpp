@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OrderCreated: the typed message the examples exchange.
 //
 // A typed message is a plain struct that names its URN and converts itself to

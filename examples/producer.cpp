@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // producer: publishes orders to a queue, as a web shop's checkout would.
 //
 //   producer [URL] [--orders N] [--queue NAME]

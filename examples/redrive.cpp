@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // redrive: looks into a dead-letter queue, then moves the fixable messages
 // back to where they failed.
 //

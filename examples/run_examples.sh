@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the examples against a fresh SQLite file and checks what they report.
 #
 #   examples/run_examples.sh BIN_DIR SCENARIO

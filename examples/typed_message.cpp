@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // typed_message: an OrderCreated through the envelope and back, no broker.
 //
 //   typed_message

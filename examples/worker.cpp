@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // worker: consumes orders with a Worker, the SDK's runtime.
 //
 //   worker [URL] [--queue NAME] [--idle-exit SECONDS] [--max-attempts N] [--concurrency N]

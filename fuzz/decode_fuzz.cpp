@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: any bytes through Envelope::decode, the re-emitters and
 // parse_json, checking the invariants the wire contract promises. A violation
 // prints what broke and abort()s, so libFuzzer saves the input.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: any bytes as a Pulsar broker's side of a connection,
 // through the frame reader (fed in pieces whose sizes the input chooses) and
 // the batch unpacker, as the client's I/O thread runs them. A malformed frame

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the decode fuzzer with clang and libFuzzer (ASan + UBSan, the library
 # instrumented too) and fuzzes for about SECONDS seconds.
 #

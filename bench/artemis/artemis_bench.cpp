@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Artemis throughput: babelqueue::artemis against raw qpid-proton C++ loops
 // doing the same work on the same broker, in one run, with the ratios; and,
 // side by side, the published Python SDK's Artemis transport.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The published Python SDK's Artemis transport, timed: the side of
 bench/artemis/artemis_bench.cpp that runs in Python (scripts/python-sdk).
 

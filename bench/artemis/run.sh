@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the Artemis benchmark against the broker of scripts/broker (started
 # when it is not running), with the published Python SDK side by side (its
 # virtual environment from scripts/python-sdk).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // babelqueue::kafka throughput against raw librdkafka loops doing the same
 // work on the same payloads, in one run (docs/transports/kafka.md quotes it).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // babelqueue::pulsar throughput, one measurement per run, printed as one
 // line "MODE N SECONDS MSG_PER_S"; bench/pulsar/run.sh runs it next to the
 // Python pulsar-client doing the same work (pulsar_client_bench.py).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python pulsar-client (libpulsar underneath) doing what
 babelqueue_bench_pulsar does, for bench/pulsar/run.sh; prints one line
 "MODE N SECONDS MSG_PER_S".

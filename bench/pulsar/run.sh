@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # babelqueue::pulsar next to the Python pulsar-client (libpulsar) on the same
 # broker, in one run, alternating the sides: publish batched, publish one by
 # one, consume + ack at concurrency 1 and 4 (of topics filled by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RabbitMQ throughput: the SDK against raw rabbitmq-c loops doing the same
 // work on the same broker, in one run, with the ratios.
 //

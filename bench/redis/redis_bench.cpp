@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Throughput of the Redis transport against raw hiredis loops on the same
 // payloads and the same server, in one run (bench/redis/README.md):
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the SQS benchmark against the local SQS-compatible server of
 # scripts/broker (started when it is not running).
 #   bench/sqs/run.sh BUILD_DIR/bench/sqs/babelqueue_bench_sqs [--messages N] [--rounds R]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SQS throughput: the SDK (sqs::Transport) against a raw loop of the same HTTP
 // calls, in one run, on the same server.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The figures a broker benchmark prints, in one format for all of them: a
 // median of rounds, a rate line and a ratio line with its target.
 #pragma once

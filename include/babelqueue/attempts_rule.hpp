@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a binding turns a broker's native delivery count into the envelope's
 // `attempts`, and how that count meets the body's own (broker-bindings.md,
 // the conformance manifest's attempts_reconciliation tables).

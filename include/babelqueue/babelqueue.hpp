@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Everything of babelqueue::core in one include: the envelope and its codec,
 // the transport interface, open_transport() and the memory transport, the
 // Worker, redrive. A transport library has its own header (for example

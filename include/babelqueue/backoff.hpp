@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BackoffPolicy: how long to wait before the next try, for every reconnect
 // loop of the transports and for the Worker (delayed retries, receive errors).
 //

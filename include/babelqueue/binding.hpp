@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The binding kit: the rules every broker binding shares, in one place.
 //
 // A broker binding (broker-bindings.md) projects a few envelope fields onto

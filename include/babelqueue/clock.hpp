@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Wall-clock time as the wire contract stores it: Unix epoch milliseconds, UTC.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `dead_letter` block a message gains when it is put on a dead-letter queue.
 //
 // Always written with all seven keys, in this order: reason, error, exception,

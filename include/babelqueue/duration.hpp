@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One duration syntax for every option of every transport:
 //
 //   500ms  5s  2m  1h   a number with a unit (ms, s, m, h)

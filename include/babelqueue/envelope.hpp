@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Envelope: one BabelQueue message, as produced (make) or as received (decode).
 //
 // An Envelope owns the bytes it was made or decoded from and reads its fields

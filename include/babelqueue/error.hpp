@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one exception tree of the SDK and the error value carried by Result<T>.
 //
 // Hot-path operations return Result<T> (see result.hpp); configuration and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HandlerOutcome: what a handler decides for its message, beyond "done" and
 // "failed".
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading JSON text into a Value and writing a Value as canonical JSON.
 //
 // The writer is the canonical encoder of the BabelQueue wire contract: compact,

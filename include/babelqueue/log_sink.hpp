@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LogSink: where the Worker and the transports write their log lines
 // (connects, reconnects, give-ups, handler failures). A plain callback, so
 // an application routes them to its own logger; no output by default other

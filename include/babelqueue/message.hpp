@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Message: what a handler receives — the decoded envelope plus where it came
 // from and its out-of-band headers.
 #pragma once

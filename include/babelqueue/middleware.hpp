@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Middleware: the one seam through which optional components (idempotency,
 // payload schemas, and later field encryption, tracing, metrics) and user
 // code join the runtime, at the two moments they all need — a delivery on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Redrive (ADR-0026): move messages from a dead-letter queue back to where they
 // failed, after the cause was fixed.
 //

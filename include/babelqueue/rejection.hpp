@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Why a message body is not an acceptable envelope.
 //
 // The first group is found while decoding (the bytes are not a JSON object the

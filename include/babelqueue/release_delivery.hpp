@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ReleaseDelivery: what a handler or a middleware throws when a message was
 // not handled and should simply come back later — not a failure. The Worker
 // hands the message back to the broker after delay, its body unchanged: no

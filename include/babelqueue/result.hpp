@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Result<T>: a value or an ErrorInfo, shaped like std::expected<T, ErrorInfo>
 // (C++23) so it can become an alias once the SDK moves to C++23 — with its
 // composition: and_then, transform, or_else, transform_error, value_or.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TlsOptions: one set of TLS settings, and one set of URL names for them,
 // shared by every transport that speaks TLS.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transport: the narrow interface every broker binding implements.
 //
 // A transport moves bytes; the runtime (Worker) owns every semantic of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // open_transport(url): opens any transport built into the program by URL, so
 // tools, tests and services choose a broker by configuration.
 //

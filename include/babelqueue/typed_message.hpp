@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Typed messages: a struct that knows its URN and how to convert to and from a
 // Value can be published and handled directly.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Broker URLs: scheme://[user[:password]@]host[:port][/path][?key=value&...]
 //
 // The forms follow the Python SDK's, so one BABELQUEUE_URL serves a Python and

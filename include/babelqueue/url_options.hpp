@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UrlOptionReader: how every transport reads the query of its URL. A
 // transport declares each key once — its name, where the value goes, what
 // it accepts, and older spellings kept working — then finish() refuses any

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Random (version 4) UUIDs for trace_id and meta.id.
 //
 // Bytes come from the kernel's CSPRNG (getrandom), so ids are unpredictable,

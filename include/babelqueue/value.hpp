@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Value: a small JSON value with insertion-ordered objects, used to build and
 // read message payloads (`data`).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Worker: publishes envelopes and consumes queues, routing each message to
 // the handler registered for its URN.
 //

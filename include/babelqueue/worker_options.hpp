@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The options of a Worker: the family's defaults (default queue "default",
 // 3 attempts, unknown-URN strategy "fail", dead-lettering off) plus what the
 // other SDKs lack: concurrency, prefetch, retry backoff, a shutdown deadline,

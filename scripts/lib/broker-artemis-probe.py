@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Readiness probe of `scripts/broker artemis`: one real AMQP 1.0 connection.
 
     broker-artemis-probe.py HOST PORT [--ca FILE] [--user USER --password PASS]

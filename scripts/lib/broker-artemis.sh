@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2034  # globals are read by scripts/broker
 # Apache ActiveMQ Artemis 2.x (the binary distribution from Maven Central, run
 # with Java 17) as one broker instance on 127.0.0.1: an AMQP 1.0 port and an

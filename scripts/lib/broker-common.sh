@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2034  # globals are read by scripts/broker
 # Shared helpers for scripts/broker: logging, locations, package installs,
 # detached process handling, readiness waiting, TLS material, Maven fetches.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Readiness probe for the local Kafka broker started by scripts/broker.
 // Usage: java -cp <kafka libs>:<this class dir> BrokerKafkaProbe HOST:PORT
 // Exit 0 when the broker answers metadata requests, lists itself as a live

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2034  # globals are read by scripts/broker
 # Apache Kafka 4.x (jars from Maven Central) as a single-node KRaft
 # broker+controller on 127.0.0.1, run with Java 17.

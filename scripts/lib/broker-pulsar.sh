@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2034  # globals are read by scripts/broker
 # Apache Pulsar 4.x standalone (jars from Maven Central, run with Java 17) on
 # 127.0.0.1: the binary protocol on a plain and a TLS port, the admin HTTP

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2034  # globals are read by scripts/broker
 # RabbitMQ (Debian rabbitmq-server 3.10) as an isolated loopback node with a
 # private HOME (Erlang cookie), private epmd port, data, logs and config.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2034  # globals are read by scripts/broker
 # Redis (Debian redis-server 7.0) on 127.0.0.1, with a TLS port and AOF.
 # Sourced by scripts/broker.

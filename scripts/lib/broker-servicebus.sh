@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2034  # globals are read by scripts/broker
 # The project's Azure Service Bus test server (tests/servicebus/server, Python
 # on python-qpid-proton from PyPI, in a private venv) on 127.0.0.1: plain AMQP

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2034  # globals are read by scripts/broker
 # SQS emulator on 127.0.0.1: ElasticMQ (jars from Maven Central, Java 17) by
 # default, or moto server (PyPI, in a private venv) with BQ_SQS_IMPL=moto.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What proton's C++ objects do not offer, done on the C objects beneath them:
 // modified{delivery-failed=true} (proton::delivery::modify() sends
 // delivery-failed=false, and Artemis counts a delivery only with true) and

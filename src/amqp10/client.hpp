@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // amqp10::Client: one AMQP 1.0 connection over qpid-proton C++, usable from
 // any thread.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ConnectionOptions: where and how an amqp10::Client connects.
 //
 // Thread-safety: a plain value.

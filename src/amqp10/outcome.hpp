@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Outcome: how a received AMQP 1.0 message is settled.
 #pragma once
 

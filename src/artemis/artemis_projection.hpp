@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Artemis binding's projection: a body and its publish options as an
 // AMQP 1.0 message, and a received message as a Delivery.
 //

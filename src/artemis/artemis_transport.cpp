@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "artemis_projection.hpp"
 #include "client.hpp"
 

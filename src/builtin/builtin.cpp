@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "builtin.hpp"
 
 #include "builtin_transports.hpp"

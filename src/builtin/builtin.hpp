@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transports and conformance sections built into this build of the
 // project's programs (see CMakeLists.txt next to this file).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What is generated from the project's list of transports
 // (builtin_transports.cpp.in): the transports this build contains.
 #pragma once

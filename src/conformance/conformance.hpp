@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The conformance runner: runs the sections of a conformance suite directory
 // (manifest.json + fixtures/) that apply to what this build contains.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The binding kit (binding.hpp): the contract-field scan, the
 // schema-version gate and count parsing, shared by every transport.
 #include <babelqueue/binding.hpp>

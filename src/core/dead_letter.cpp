@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <babelqueue/clock.hpp>
 #include <babelqueue/dead_letter.hpp>
 #include <babelqueue/envelope.hpp>

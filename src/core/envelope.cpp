@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "envelope_builder.hpp"
 #include "json_walk.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the two ways an Envelope's layout gets filled (decode and make).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Envelope::decode: one strict pass of simdjson On-Demand over the body.
 //
 // The body is copied once into the envelope (with simdjson's padding); every

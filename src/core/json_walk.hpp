@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: a strict, depth-limited walk over a simdjson On-Demand value.
 //
 // On-Demand only validates what it reads, so every value the SDK keeps as raw

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The canonical JSON writer (SPEC §3). It is our own code on purpose: no JSON
 // library in reach writes the exact bytes the other SDKs of the family write
 // (escape set, hex case, float layout), and those bytes are the contract.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: one simdjson On-Demand parser per thread, reused across calls so
 // that parsing allocates nothing once the parser has grown to the largest
 // document seen.

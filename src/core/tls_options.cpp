@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <babelqueue/tls_options.hpp>
 
 namespace babelqueue {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The default implementations of Transport's optional operations: what a
 // transport gets when its broker offers nothing better.
 #include <babelqueue/transport.hpp>

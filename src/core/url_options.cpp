@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "url_rules.hpp"
 
 #include <babelqueue/url_options.hpp>

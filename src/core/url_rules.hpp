@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rules of URL query values shared by Url and UrlOptionReader, so each is
 // written once.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <babelqueue/error.hpp>
 #include <babelqueue/json.hpp>
 #include <babelqueue/value.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <babelqueue/binding.hpp>
 #include <babelqueue/worker.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <babelqueue/idempotency/memory_store.hpp>
 #include <babelqueue/uuid.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <babelqueue/error.hpp>
 #include <babelqueue/idempotency/middleware.hpp>
 #include <babelqueue/release_delivery.hpp>

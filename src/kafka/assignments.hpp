@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The partitions assigned to the transport's consumer: per partition its
 // process-then-commit progress (PartitionProgress) and the generation its
 // delivery tokens carry, so a token of an earlier assignment settles nothing;

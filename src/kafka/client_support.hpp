@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the librdkafka producer and consumer share: librdkafka's error codes
 // as Errc, setting their properties, and the bridge from librdkafka's log to
 // the transport's LogSink.

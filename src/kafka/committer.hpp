@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Commits the consumer's finished offsets: every commit_interval on a thread
 // of its own, and on demand (closing, a revoke).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The consumer group side of the transport: receive() (joining the group on
 // its first call), the group's committed offsets for stats(), and close().
 //

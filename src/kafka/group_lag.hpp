@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The consumer group's lag on a topic, for stats(): the records after the
 // group's committed offsets (after the earliest ones where it has none).
 #pragma once

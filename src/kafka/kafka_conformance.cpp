@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "kafka_conformance.hpp"
 
 #include "kafka_record.hpp"

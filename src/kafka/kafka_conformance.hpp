@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The conformance suite's `kafka` block for babelqueue::kafka: the bq- header
 // projection and the bq-attempts reconciliation, checked offline and, given a
 // kafka:// URL, against the broker (records read back with a plain librdkafka

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kafka::Transport::options_from_url: the kafka:// URL (see babelqueue/kafka/transport.hpp).
 #include <babelqueue/kafka/transport.hpp>
 #include <babelqueue/url_options.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a BabelQueue envelope maps onto a Kafka record (SPEC.md §5, the
 // conformance suite's `kafka` block): the bq- header projection, the
 // bq-schema-version gate and the bq-attempts header. Pure functions, shared

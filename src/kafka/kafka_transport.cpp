@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kafka::Transport: the composition of the Kafka binding's parts, and the
 // operations that span them (ack and release settle what the consumer
 // handed out; release and stats also use the producer).

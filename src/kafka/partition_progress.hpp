@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process-then-commit bookkeeping for one assigned partition.
 //
 // Records are added in the order they are polled; each is later marked done

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transport's librdkafka producer: produces records and waits for their
 // delivery reports, serving the reports itself (there is no polling thread).
 // Topic look-ups and stats use the same client through a Lease.

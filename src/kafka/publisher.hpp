@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Publishing: a queue's message as a record of its topic (the body byte for
 // byte, the bq- header projection, out-of-band headers, the ordering key as
 // the record key, meta.created_at as the timestamp), or parked on the retry

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Records fetched and waiting to be handed out by receive(), oldest first. A
 // vector with a read index, not a std::deque: a Delivery is big enough that a
 // deque would allocate a block for every two of them.

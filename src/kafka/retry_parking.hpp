@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retry tiers as the receiving thread sees them: which subscribed topics
 // are retry topics, the records read from them waiting until they are due (a
 // RetrySchedule), their partitions paused meanwhile, and re-injecting them

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Retry tiers (ADR 0008, 0012): which retry topic a delayed record is parked
 // on, and when a parked record is due to go back to its topic. Pure: no I/O
 // and no librdkafka, so it is tested without a broker; RetryParking

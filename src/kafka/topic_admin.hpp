@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Topics: whether one exists (a metadata look-up for that topic alone, so the
 // broker never auto-creates it) and creating it with the configured
 // partitions (Admin API), remembering the topics known to exist.

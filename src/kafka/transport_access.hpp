@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the tests, benchmarks and the conformance section reach inside a
 // kafka::Transport: internal, not installed, not public API.
 #pragma once

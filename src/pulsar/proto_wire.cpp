@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proto_wire.hpp"
 
 namespace babelqueue::pulsar_detail {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The protobuf wire format, as far as Pulsar's commands need it: varints,
 // length-delimited fields (strings, bytes, nested messages) and skipping the
 // fixed-width types. Hand-written rather than generated (docs/adr/0020): the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pulsar_detail::Client: Pulsar's binary protocol over one or more TCP (or
 // TLS) connections, usable from any thread. Internal to babelqueue::pulsar.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "pulsar_commands.hpp"
 
 #include "proto_wire.hpp"

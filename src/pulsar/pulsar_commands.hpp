@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pulsar's commands (the BaseCommand of its binary protocol) and the message
 // metadata, encoded and decoded by hand for the subset this client speaks.
 // The field numbers are those of the protocol's PulsarApi.proto; every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "pulsar_frame.hpp"
 
 #include <babelqueue/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The frames of Pulsar's binary protocol:
 //
 //   simple:  [total size u32][command size u32][BaseCommand]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "pulsar_projection.hpp"
 
 #include <babelqueue/binding.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Pulsar binding's mapping table: an envelope and its publish options
 // onto a Pulsar message (payload, string properties, key, deliver_at_time),
 // and a received message back onto a Delivery. Internal to

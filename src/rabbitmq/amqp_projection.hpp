@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RabbitMQ binding's projection of an envelope onto AMQP 0-9-1 basic
 // properties and headers (SPEC.md §5), kept apart from the connection code so
 // the conformance section checks exactly what the transport sends.

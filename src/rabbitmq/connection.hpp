@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AMQP connection: TCP or TLS socket, login, the three channels and the
 // replies of synchronous calls.
 #pragma once

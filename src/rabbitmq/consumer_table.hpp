@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The consumers as API threads see them: per queue, its QoS, whether it is
 // consuming, the deliveries the broker pushed and nobody received yet (the
 // ready buffer), and the deliveries received and not yet settled.

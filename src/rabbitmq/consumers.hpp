@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The consume channel: basic.qos and basic.consume per queue, deliveries
 // into the ready buffers, acks and nacks.
 #pragma once

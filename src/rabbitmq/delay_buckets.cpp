@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "delay_buckets.hpp"
 
 #include "amqp_projection.hpp"

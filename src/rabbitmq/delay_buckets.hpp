@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Delay buckets (ADR 0011): a delayed publish or release waits in
 // "<queue>.delay.<ms>", a queue whose message TTL dead-letters it back to
 // <queue>. Everything here is pure, apart from KnownBuckets, which is a plain

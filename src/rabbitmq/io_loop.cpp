@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "io_loop.hpp"
 
 #include "amqp_projection.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The I/O thread (ADR 0007): the only code that calls rabbitmq-c for a
 // transport. Each turn it takes the API threads' requests from SharedState,
 // sends them, reads what the broker sent (deliveries, confirms, returns,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Locked: a held lock of the transport's one mutex, and the only way to
 // reach what API threads and the I/O thread share (Guarded, in
 // shared_state.hpp). Functions that touch shared state take one, so calling

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "publish_jobs.hpp"
 
 #include "delay_buckets.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Publish jobs: what publish() and publish_batch() hand the I/O thread, and
 // the queue they wait in.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The publish channel: messages sent in confirm mode with the mandatory
 // flag, their confirms, nacks and returns, and what each does to its job.
 #pragma once

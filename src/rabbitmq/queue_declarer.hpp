@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Queue declarations on the control channel: the transport's queues
 // (durable; x-queue-type=quorum when asked) and their delay buckets, and when
 // each was last declared, so a publish declares its queue once per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // rabbitmq::Transport: the public class and its API-thread side (State). The
 // pieces, by concept and by the thread that uses them (ADR 0007):
 //   shared_state    what API threads and the I/O thread share, under one mutex

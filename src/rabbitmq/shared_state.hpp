@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What API threads and the I/O thread share: the transport's one mutex and
 // everything it guards (Guarded, reached only through a Locked), next to
 // what needs no lock (condition variables, the wake-up eventfd, counters).

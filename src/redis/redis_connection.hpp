@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One connection to a Redis server: Boost.Asio resolves and connects, the
 // bytes go through the socket itself or an OpenSSL session on it, and
 // hiredis's RESP reader parses the replies, so redis:// and rediss:// share

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Redis header frame shared with the Go and Python SDKs: a list element
 // that carries out-of-band headers beside the envelope,
 //   {"__bq_frame":1,"headers":{"traceparent":"00-..."},"body":"<envelope as a JSON string>"}

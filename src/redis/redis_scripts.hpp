@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The server-side Lua scripts of the Redis transport. Each runs atomically,
 // so a state change is never half done, whatever dies in between.
 //

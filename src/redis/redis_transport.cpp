@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "redis_connection.hpp"
 #include "redis_frame.hpp"
 #include "redis_scripts.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A thin RAII layer over the SQLite C API for the SQLite transport: an owned
 // connection, prepared statements, error translation into ErrorInfo, and write
 // transactions that retry when another connection holds the lock.

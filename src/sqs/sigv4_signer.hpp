@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AWS Signature Version 4 (HMAC-SHA256, OpenSSL) for the SQS transport
 // (library babelqueue::sqs). Verified by tests against the worked examples of
 // AWS's SigV4 documentation and against botocore on the same inputs.

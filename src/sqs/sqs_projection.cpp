@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sqs_projection.hpp"
 
 #include "sigv4_signer.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SQS binding's pure rules (seeds/000 "Amazon SQS", SPEC.md §5), apart
 // from the HTTP so the transport, the conformance section and the unit tests
 // share one implementation. Internal to babelqueue::sqs.

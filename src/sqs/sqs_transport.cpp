@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sigv4_signer.hpp"
 #include "sqs_projection.hpp"
 

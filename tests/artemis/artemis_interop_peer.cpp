@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C++ side of the Artemis interop test with the published Python SDK
 // (interop.sh): publishes envelopes to, consumes them from, or runs a failing
 // Worker on an Artemis queue through babelqueue::artemis, writing JSON lines

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the Artemis tests: the broker's URLs and a raw proton peer that
 // sends and receives without the SDK, to check what is on the wire.
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Smoke test of the Artemis benchmark: a small run, the published Python SDK
 # side by side, prints every figure and every ratio. (Targets are judged on
 # the full-size run, not here.)

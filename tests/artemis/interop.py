@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python side of the Artemis interop test (interop.sh), run with the
 pinned published SDK (scripts/python-sdk run). Subcommands:
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Interop with the published Python SDK (babelqueue[artemis], pinned, in the
 # venv scripts/python-sdk creates) on the real Artemis broker:
 #   1. Python publishes (non-durable amqp-value strings, no capabilities);

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The robustness bar on the real Artemis broker: 10 000 durable messages from 2
 # producer processes, 3 consumer processes (one killed -9 again and again), and
 # the broker itself stopped and started once mid-run. Every meta.id must be

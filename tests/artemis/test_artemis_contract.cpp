@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transport contract (tests/support/transport_contract.hpp) against the
 // real Artemis broker, opened through open_transport(url). Artemis has no
 // visibility timeout (a held message stays held until settled or its

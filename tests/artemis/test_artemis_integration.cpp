@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // babelqueue::artemis against the real broker: what is on the wire (read
 // back by a raw proton peer), delivery-count and dead-lettering, delays,
 // messages from peers that set nothing of ours, and the errors a person sees

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An Artemis restart under an open transport: the broker is stopped and
 // started again while a receive waits, a delivery is held and a publish is
 // under way. The transport reconnects by itself: the publish completes once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck disable=SC2016  # single-quoted snippets are expanded by inner shells
 # Self-checking test of scripts/broker.
 #

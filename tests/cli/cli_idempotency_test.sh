@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `babelqueue work --idempotency`: several worker processes on one SQLite
 # queue and one SQLite idempotency store.
 #   1. Two copies of one message (one meta.id) handled by two processes at

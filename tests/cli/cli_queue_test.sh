@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The queue commands of the CLI (publish, send, drain, stats, redrive, bench,
 # --url), as a script would use them, against temporary SQLite files: outputs
 # and exit codes (0 ok, 1 failure, 2 usage).

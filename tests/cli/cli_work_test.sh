@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `babelqueue work`: shell scripts turned into consumers, against temporary
 # SQLite files. Retries, dead-lettering, poison, unknown URNs, the message's
 # environment, --idle-exit, --max-messages, SIGTERM, and usage errors.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Worker::handle_any: the catch-all handler `babelqueue work` is built on.
 #include <babelqueue/memory/transport.hpp>
 #include <babelqueue/worker.hpp>

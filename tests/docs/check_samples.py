@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Compiles the code samples of README.md and docs/ against an installed package.
 
     tests/docs/check_samples.py SOURCE_DIR PREFIX [--work DIR] [--list]

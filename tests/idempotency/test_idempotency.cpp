@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The idempotency middleware and its local stores (memory, SQLite): the
 // claim's states, renewal, takeover, time to live and its bounded clean-up,
 // the middleware's outcomes (skip, hand back, fail open, store errors) on a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The published Python SDK's side of the Kafka interop test (run by
 interop_test.sh through scripts/python-sdk).
 

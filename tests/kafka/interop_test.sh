@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Kafka interop with the published Python SDK (scripts/python-sdk): the same
 # topics, both ways, bodies compared byte for byte; plus a Python-parked retry
 # record re-injected by this SDK (the shared <topic>.retry.<n> naming).

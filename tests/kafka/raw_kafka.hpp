@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plain librdkafka clients for the tests: they read what the broker really
 // holds and write records no BabelQueue SDK wrote.
 #pragma once

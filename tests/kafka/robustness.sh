@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The robustness bar on the real Kafka broker (docs/robustness.md): 10 000
 # messages over 3 partitions, 3 consumer processes, one killed -9 again and
 # again, the broker stopped and started once mid-run; every meta.id must be

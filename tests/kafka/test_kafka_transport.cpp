@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // babelqueue::kafka against the real Kafka broker (scripts/broker start kafka):
 // the transport contract, then what the Kafka binding adds.
 #include "../../src/kafka/transport_access.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // babelqueue::kafka without a broker: the URL, the header projection, the
 // schema-version gate, the bq-attempts header and the commit bookkeeping.
 #include "kafka_record.hpp"

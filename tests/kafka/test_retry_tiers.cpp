@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retry tiers' pure scheduler, without a broker: which tier and topic a
 // delay parks on, when a parked record is due, the order records leave in,
 // and when their partitions are paused and resumed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the build tree into PREFIX by way of another directory, then moves
 # it there: the package must be relocatable. The packaging and docs-sample
 # tests build against PREFIX (the CTest fixture packaging_prefix).

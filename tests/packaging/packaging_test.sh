@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds consumer projects against an installed (and relocated) package,
 # PREFIX, as a user's would be: the core consumer with find_package(BabelQueue)
 # and with pkg-config, then, when the build has transports, one program that

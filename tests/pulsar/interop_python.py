@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python side of the Pulsar interop test (run by interop_test.sh through
 scripts/python-sdk): the published SDK (babelqueue[pulsar]) and, for batches,
 the plain pulsar-client it sits on.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Pulsar interop with the published Python SDK (babelqueue[pulsar], through
 # scripts/python-sdk) on the real broker, both ways, bodies compared byte for
 # byte; batched, compressed messages from pulsar-client's own producer; a

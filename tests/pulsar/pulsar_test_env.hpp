@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the Pulsar tests: the broker's URLs and unique queue names.
 #pragma once
 

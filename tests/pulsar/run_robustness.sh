@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The robustness run on the real Pulsar broker (docs/robustness.md): 5000
 # messages from 2 producers, 3 consumer processes, one of them killed -9
 # again and again (the broker redelivers what a killed consumer held when its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transport contract (tests/support/transport_contract.hpp) against the
 // real Pulsar broker, opened through open_transport(url). Pulsar has no
 // visibility timeout (a held message stays held until settled or its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // babelqueue::pulsar against the real broker: what reaches the wire and
 // comes back (every projected property, the key, redeliveryCount, delays,
 // messages published before the first consumer), TLS, and the errors of bad

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Pulsar protocol layer without a broker: the protobuf wire format,
 // commands, frames (checksums, truncation, unknown commands, size limits),
 // message metadata, batches and the four compression codecs, on frames

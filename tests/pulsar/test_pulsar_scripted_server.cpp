@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a real broker does not send on demand: a malformed frame in the
 // middle of a connection, and a refused token. A scripted server on
 // 127.0.0.1 speaks the protocol's first steps (it answers CONNECT, then

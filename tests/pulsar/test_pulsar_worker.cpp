@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The runtime semantics suite (tests/support/worker_semantics.hpp) on the
 // real Pulsar broker, each test in queues of its own (QueueNamespace).
 #include "pulsar_test_env.hpp"

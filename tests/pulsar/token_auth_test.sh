@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Token authentication on a real broker: a second Pulsar instance of its own
 # (BQ_PULSAR_AUTH=token, its own state directory and ports, stopped at the
 # end) accepts the token scripts/broker signed for it and refuses a wrong or

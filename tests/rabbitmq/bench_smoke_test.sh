@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Smoke test of the RabbitMQ benchmark: a small run prints every figure and
 # every ratio. (Targets are judged on the full-size run, not here.)
 #   bench_smoke_test.sh SOURCE_DIR BENCH

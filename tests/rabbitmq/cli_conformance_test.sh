@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The babelqueue CLI over amqp:// and amqps://: the conformance runner's
 # rabbitmq section against the live broker, and a publish/drain round trip
 # (the CLI reaches the transport through the URL registry only).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The published Python SDK's side of the RabbitMQ interop test.
 
   python_peer.py publish URL QUEUE COUNT   publish COUNT envelopes (with a traceparent

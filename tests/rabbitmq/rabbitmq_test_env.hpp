@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where the test broker is, and a few helpers shared by the RabbitMQ tests.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transport contract against the real broker: a classic queue over TCP,
 // a quorum queue (native delivery count), and TLS with verification on.
 #include "rabbitmq_test_env.hpp"

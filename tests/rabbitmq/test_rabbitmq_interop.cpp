@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Interop with the published Python SDK (babelqueue[amqp], pika) on the same
 // RabbitMQ queues, both ways, bodies compared byte for byte; and the AMQP
 // projection of a body published by each SDK compared as the broker holds it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RabbitMQ transport integration tests against the real broker. What the
 // broker holds is read back with a plain rabbitmq-c client (rabbitmq_raw.hpp),
 // never from the transport's own structures.

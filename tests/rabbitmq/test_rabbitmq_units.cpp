@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // babelqueue::rabbitmq without a broker: the parts of the transport that do
 // no I/O (URL options, delay buckets, reply mapping, publish jobs and their
 // confirms, the consumer table, ack coalescing, deliveries, the wake-up).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The conformance suite's `redis` block (payload identity) and its
 # `idempotency` sequences on the Redis store, through the CLI, against the
 # real server over redis:// and rediss://.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C++ side of the Python interop test (interop_test.sh):
 //   interop_peer publish URL QUEUE COUNT OUTFILE   publishes COUNT envelopes (every odd one with a
 //                                                 traceparent header), one JSON line per message

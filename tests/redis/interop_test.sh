@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Interoperability with the published Python SDK (pinned babelqueue[redis] in
 # the virtual environment scripts/python-sdk creates), on the real Redis:
 #   1. Python publishes (bare and with a traceparent frame); this SDK consumes:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python side of the Redis interop test (interop_test.sh), run in the
 pinned babelqueue[redis] virtual environment (scripts/python-sdk run).
 

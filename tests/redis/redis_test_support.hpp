@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers of the Redis tests: the broker's URLs (scripts/broker info redis)
 // and a raw hiredis connection to look at what Redis stores, independently
 // of the transport.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The robustness bar on Redis: 10 000 messages from 2 producers, 3 consumer
 # processes, one of them killed -9 again and again, and the Redis server
 # stopped gracefully (SIGTERM: SHUTDOWN with the append-only file fsynced)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Redis idempotency store against the real server: the Go SDK's key
 // layout, checked with a raw connection (a key written the way the Go store
 // writes it is honoured; ours reads back the way Go reads it), claims kept

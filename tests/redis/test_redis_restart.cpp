@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Redis server restart under a running worker: the server is stopped
 // gracefully (SIGTERM, append-only file fsynced) and started again while
 // messages flow. The worker never stops (its run() does not return), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Redis transport against the real redis-server of scripts/broker: the
 // transport contract (plain and TLS), the wire layout other SDKs rely on,
 // crash safety, dead-lettering and bad input, TLS and AUTH refusals.

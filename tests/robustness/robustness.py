@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Robustness harness: every meta.id published must be consumed, whatever dies.
 
 Starts producer and consumer processes (babelqueue_robustness_agent) on one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // babelqueue_robustness_agent: the producer and consumer processes that
 // tests/robustness/robustness.py starts, kills and accounts for.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batched acks: where the transport settles a batch in one round trip
 // (Capabilities::batch_ack), the Worker gathers the acks of handled messages
 // into ack_batch() calls of at most 10, sends a partial batch after a short

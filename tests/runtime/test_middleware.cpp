@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seam of middleware.hpp on the Worker: the order of the layers on both
 // sides, what a middleware's result does to a delivery (ack without the
 // handler, fail, hand back unhandled), and what a publish middleware may do

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ordering key through the runtime, on the memory transport (which keeps
 // the key and reads it back): Worker::publish hands PublishParams'
 // ordering_key and dedup_id to the transport, and every republish of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunLimits::idle_exit and the worker's own delayed retries: a batch job
 // ends only when nothing of its own is still due, unless asked otherwise.
 #include <babelqueue/memory/transport.hpp>

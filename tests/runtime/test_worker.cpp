@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runtime semantics (SPEC §6–§8, tests/support/worker_semantics.hpp) on the
 // in-process memory broker and the SQLite file, and what only a transport
 // with leases shows (SQLite).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Worker's lifetime: destroying it while run() is in progress on another
 // thread stops that run and waits for it (the handler in flight finishes),
 // instead of freeing what run() still uses.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The official JSON Schema test suite (Debian's json-schema-test-suite),
 // draft-07, for every keyword of the family's subset: each case the subset
 // answers differently must be one docs/schema.md lists as deliberate (and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // babelqueue::schema: the subset's rules and messages, the providers (in
 // code and a registry directory), and the middleware on a real Worker:
 // invalid data is refused before anything is sent, and never reaches a

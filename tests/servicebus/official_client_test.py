@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Microsoft's own Service Bus client (azure-servicebus, PyPI) against the Service Bus test
 server: every operation the transport relies on, one check each, printed PASS or FAIL.
 

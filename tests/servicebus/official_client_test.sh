@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Service Bus test server's faithfulness test: Microsoft's azure-servicebus
 # (pinned in scripts/python-sdk) runs every operation the transport relies on
 # against the server that scripts/broker runs (official_client_test.py; one

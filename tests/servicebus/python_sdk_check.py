@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The published Python SDK's own Service Bus transport (babelqueue[azureservicebus], pinned in
 scripts/python-sdk) against the Service Bus test server: its URL and connection-string
 handling, publish with the native projection, pop, ack, a handler retry, and the attempts it

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The published Python SDK's own Service Bus transport (babelqueue[azureservicebus],
 # pinned in scripts/python-sdk) against the Service Bus test server that
 # scripts/broker runs: URL and connection-string handling, publish, pop, ack,

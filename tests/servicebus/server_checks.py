@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What Microsoft's client never exercises, checked on the Service Bus test server with plain
 python-qpid-proton (the server's own venv): an attach without a token is refused, a link is
 detached when its token expires, a released delivery is not counted, and a session receiver is

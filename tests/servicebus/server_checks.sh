@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What Microsoft's client never exercises, checked on the Service Bus test
 # server that scripts/broker runs, with python-qpid-proton from the server's own
 # venv (server_checks.py): refusal without a token, detach on token expiry, an

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Signs requests with botocore's SigV4Auth, the independent signer the C++
 signer is compared with. argv[1]: a JSON file holding a list of requests
 {method, url, headers, body, access_key, secret_key, token, region, service,

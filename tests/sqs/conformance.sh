@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The conformance suite's sqs block through the CLI, with the live server for
 # the attributes read back. Usage: conformance.sh BABELQUEUE_CLI SUITE_DIR
 set -euo pipefail

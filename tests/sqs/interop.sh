@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Interop with the published Python SDK (babelqueue[sqs], pinned, in the venv
 # scripts/python-sdk creates) on the real SQS-compatible server, both ways on
 # one queue:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The robustness run on the real SQS-compatible server (scripts/broker's sqs):
 # 5000 messages from 2 producers, 3 consumer processes, one of them killed -9
 # again and again; a 3 s visibility timeout brings a killed consumer's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C++ side of the Python interop test (interop.sh): publishes envelopes
 // to, or consumes them from, an SQS queue through babelqueue::sqs, writing
 // one JSON line per message so the other side can compare byte for byte.

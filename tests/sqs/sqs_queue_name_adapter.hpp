@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A test-only Transport decorator that maps the contract suite's queue names
 // onto names SQS accepts. The suite names queues after the parameterised test
 // ("contract-Test/standard-q-1a2b"), and SQS queue names may hold only

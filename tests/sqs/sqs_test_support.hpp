@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the SQS tests: the local server's URL and dummy credentials (the
 // server accepts any; real AWS would refuse them).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transport contract (tests/support/transport_contract.hpp) against the
 // real SQS-compatible server, opened through open_transport(url). The suite's queue names hold '/', which SQS refuses:
 // SqsQueueNameAdapter maps them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // babelqueue::sqs against the real SQS-compatible server: what the server
 // stores (attributes read back raw), FIFO ordering and deduplication (a retry
 // and a redrive are not swallowed), FIFO message groups kept by retries,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // babelqueue::sqs without a server: the SigV4 signer (AWS's documented
 // examples, and botocore on the same inputs), the credentials chain, the
 // binding's rules (projection, gate, reconciliation, FIFO ids) and URLs.

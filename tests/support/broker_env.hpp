@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where the real brokers of the test run are: scripts/broker knows their
 // URLs, ports and TLS files (`url NAME`, `info NAME` key=value lines). The
 // CTest fixture broker_NAME (tests/brokers) has started them.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Assertions for the shell tests, sourced by them. Each check counts as one
 # test; finish() prints the closing "N passed, N failed" line and sets the
 # script's exit status.

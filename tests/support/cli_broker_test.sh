@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The babelqueue CLI over a broker's plain and TLS URLs, for every broker
 # whose conformance section reads its projection back: the conformance
 # runner's section against the live broker, publish/drain over both URLs, a

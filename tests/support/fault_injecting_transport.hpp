@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FaultInjectingTransport: a Transport decorator that fails chosen operations
 // on request, so tests can prove that a failed publish, ack or release loses
 // nothing (e.g. the runtime's retry or dead-letter publish failing).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A test-only Transport decorator that gives every test its own queues on a
 // shared broker: each queue name the caller uses gets a fixed prefix on the
 // broker ("orders" -> "t1a2b3c4-orders", its dead-letter queue

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RecordingTransport: a Transport decorator that records what the runtime asks
 // of a transport — every publish with its options, every ack and ack_batch —
 // so tests can check what the Worker sends.

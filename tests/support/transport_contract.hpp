@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transport contract: one value-parameterized GoogleTest suite that every
 // Transport must pass, checked against what capabilities() claims.
 //

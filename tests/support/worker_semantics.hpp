@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The runtime semantics suite (SPEC §6–§8): every behaviour of the Worker —
 // success, failure, retries, dead letters, poison, unknown URNs, headers,
 // backoff, concurrency, shutdown, typed messages, redrive — on a real

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TempDir: a fresh directory under $TMPDIR (or /tmp), removed with everything
 // in it when the object goes away. For tests that need real files.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "transport_contract.hpp"
 
 #include <babelqueue/memory/transport.hpp>

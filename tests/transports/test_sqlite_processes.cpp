@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Several processes on one SQLite file, and processes killed with SIGKILL.
 //
 // The test program re-executes itself (/proc/self/exe) with --sqlite-child

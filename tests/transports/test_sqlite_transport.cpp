@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "temp_dir.hpp"
 #include "transport_contract.hpp"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The codec commands of the CLI, as a script would use them: outputs and exit
 # codes (0 ok, 1 failure, 2 usage).
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Our canonical double layout must equal Python's json.dumps for every finite
 double (SPEC §3: the layout follows the Python core). Checks hand-picked edge
 values plus random bit patterns and random 'human' decimals."""

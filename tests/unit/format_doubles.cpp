@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads 64-bit IEEE-754 bit patterns (16 hex digits, one per line) and prints
 // each double as the canonical encoder writes it, one per line. The test
 // doubles_match_python.py compares the output with Python's json.dumps.

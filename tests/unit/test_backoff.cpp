@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BackoffPolicy (babelqueue/backoff.hpp): growth, cap, jitter, and attempt
 // numbers far past anything real.
 #include <babelqueue/backoff.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The binding kit (binding.hpp, attempts_rule.hpp): the contract-field scan
 // against the decoder on every case of the official suite and the project's
 // fixtures, the schema-version gate, count parsing, the name tables, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the official conformance suite and the project's own fixture suite
 // through the same runner the CLI uses.
 #include "conformance.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one duration syntax of every option (babelqueue/duration.hpp).
 #include <babelqueue/duration.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <babelqueue/clock.hpp>
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Golden bytes for every byte rule of the canonical encoding (SPEC §3).
 #include <babelqueue/json.hpp>
 

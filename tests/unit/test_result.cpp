@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Result's std::expected-style composition: and_then, transform, or_else,
 // transform_error, value_or, on values, errors and Result<void>.
 #include <babelqueue/result.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UrlOptionReader (babelqueue/url_options.hpp) and TlsOptions: the one way
 // every transport reads its URL query, and the one error text per kind.
 #include <babelqueue/tls_options.hpp>

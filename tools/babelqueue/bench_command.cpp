@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench: publish N envelopes, consume them with a Worker, report rates and
 // latencies as one JSON line.
 #include "commands.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running the command of `babelqueue work` once per message: posix_spawnp, no
 // shell, the message body on its standard input.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The babelqueue command-line tool: each command group registers its
 // subcommands on the CLI11 app. Exit codes are stable for scripts:
 // 0 success, 1 failure, 2 usage error.

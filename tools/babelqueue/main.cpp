@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // babelqueue: publish, consume and inspect BabelQueue messages from a shell.
 #include "builtin.hpp"
 #include "commands.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // publish, send, drain, stats and redrive: moving messages in and out of a
 // broker from a shell.
 #include "commands.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the queue commands share: opening the transport named by --url,
 // headers given as K=V, the terminal's progress line, and signal handling.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // work: a Worker that hands each message to a command — any program becomes a
 // BabelQueue consumer.
 #include "child_process.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transport: Apache ActiveMQ Artemis over AMQP 1.0 (library
 // babelqueue::artemis; qpid-proton C++ underneath).
 //

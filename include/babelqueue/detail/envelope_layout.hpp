@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal layout of an Envelope: where each field sits in the envelope's own
 // copy of the body. Not part of the stable API.
 #pragma once

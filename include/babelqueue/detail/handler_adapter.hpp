@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How Worker::handle() takes any callable: the return types it accepts, a
 // move-only callable, and typed handlers of one or two arguments. Internal.
 #pragma once

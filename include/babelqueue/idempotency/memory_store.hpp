@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MemoryStore: an idempotency store in the process's memory — for tests,
 // for one-process consumers, and as the model the other stores follow. Lost
 // when the process exits; not shared between processes.

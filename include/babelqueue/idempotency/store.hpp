@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store: where the idempotency middleware keeps the ids of handled messages
 // (library babelqueue::idempotency; docs/idempotency.md).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // open_store(url): an idempotency store by URL, for programs that take the
 // store as configuration (the CLI's `work --idempotency URL`).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transport: Apache Kafka through librdkafka (library babelqueue::kafka).
 //
 // URL: kafka://HOST:PORT[,HOST:PORT...][?key=value&...]

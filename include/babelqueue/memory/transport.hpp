@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transport: an in-process broker with real reserve / ack / release
 // semantics, for tests, benchmarks and single-process pipelines.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transport: Apache Pulsar over its native binary protocol (library
 // babelqueue::pulsar; the protocol client is the SDK's own, on Boost.Asio
 // and OpenSSL — there is no Pulsar C++ client in Debian).

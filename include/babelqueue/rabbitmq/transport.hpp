@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transport: the RabbitMQ (AMQP 0-9-1) binding over rabbitmq-c
 // (library babelqueue::rabbitmq).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IdempotencyStore: the idempotency store on a Redis server (library
 // babelqueue::redis, with babelqueue::idempotency), shared by every worker
 // that reaches the server — and by the Go SDK's consumers, whose store has

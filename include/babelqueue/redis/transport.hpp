@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transport: the Redis binding (library babelqueue::redis), shared with
 // the Go and Python SDKs on the same queues.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The payload schema middleware (ADR 0024, library babelqueue::schema): a
 // message whose URN has a schema is checked on both sides.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Provider: the schema of each URN, for the schema middleware. A URN
 // without a schema is never validated (ADR 0024: opt-in).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Schema: a per-URN payload schema in the family's subset of JSON Schema
 // draft-07 (ADR 0024, library babelqueue::schema; docs/schema.md), checked
 // against an envelope's `data`.

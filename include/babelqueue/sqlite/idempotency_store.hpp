@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IdempotencyStore: the idempotency store in a SQLite file (library
 // babelqueue::sqlite, with babelqueue::idempotency) — one file shared by the
 // worker processes of a host, safe under concurrent writers (WAL mode, short

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transport: the embedded, durable transport — a queue in one SQLite
 // file, so the SDK works with no broker at all (library babelqueue::sqlite).
 //

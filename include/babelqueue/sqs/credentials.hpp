@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AWS credentials and region for the SQS transport, found the way AWS users
 // expect (library babelqueue::sqs).
 //

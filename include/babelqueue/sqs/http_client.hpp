@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP seam of the SQS transport (library babelqueue::sqs).
 //
 // sqs::Transport speaks the SQS JSON protocol as signed HTTP POSTs through an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transport: Amazon SQS (and SQS-compatible servers such as ElasticMQ)
 // over the SQS JSON protocol — signed HTTP (SigV4) through a pluggable
 // HttpClient, no AWS SDK needed (library babelqueue::sqs).

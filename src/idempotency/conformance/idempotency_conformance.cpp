@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "idempotency_conformance.hpp"
 
 #include <babelqueue/envelope.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `idempotency` section of the conformance suite: the manifest's
 // delivery sequences through the idempotency middleware, on every store
 // this program has (store_registry.hpp), each with and without the claim;

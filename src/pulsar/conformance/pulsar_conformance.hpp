@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The conformance suite's `pulsar` block for babelqueue::pulsar: the property
 // projection (computed, and read back from a live broker with
 // --url pulsar://...) and the attempts reconciliation cases.

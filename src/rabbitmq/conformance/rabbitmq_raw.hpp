@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A plain rabbitmq-c client that bypasses rabbitmq::Transport, so checks read
 // what the broker really holds (properties, typed headers) and can act on the
 // broker behind the transport's back (delete a queue, get a message).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `redis` section of the conformance suite: payload identity against a
 // live Redis (the runner's --url redis://... or rediss://...).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `payload_schema` section of the conformance suite: each case's data
 // against the block's schema, through babelqueue::schema. Internal.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Makes an envelope, decodes it again and prints it: proof that the installed
 // headers, library and dependencies work together.
 #include <babelqueue/babelqueue.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Registers every transport of an installed BabelQueue, one after the other:
 // each must add URL schemes to the registry, and opening a URL of each new
 // scheme (at a closed port) must reach the transport: it opens, or fails with

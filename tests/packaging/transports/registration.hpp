@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transports of the installed package, generated from the project's list
 // of transports (registration.cpp.in).
 #pragma once

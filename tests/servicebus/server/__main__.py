@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Azure Service Bus test server: queues over AMQP 1.0 on 127.0.0.1, as the
 service behaves where its clients can tell (see docs/transports/servicebus-test-server.md).
 

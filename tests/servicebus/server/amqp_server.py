@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The AMQP 1.0 face of the test server, on python-qpid-proton's container.
 
 Everything runs on the container's one thread: frames come in as proton

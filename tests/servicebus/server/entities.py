@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The queues of the test namespace: messages, sequence numbers, peek-locks,
 scheduled and deferred messages, and dead-lettering, as Azure Service Bus keeps
 them. No AMQP here: the protocol layer (amqp_server.py) turns frames into these

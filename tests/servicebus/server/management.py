@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The request/response operations of '<entity>/$management'.
 
 A request is an AMQP message whose application property 'operation' names

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Readiness probe of the Service Bus test server: a real exchange, not a port check.
 
     python probe.py HOST PORT KEY_NAME   (the key in $SERVICEBUS_TEST_SERVER_KEY)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared access signature tokens, checked as the service checks them.
 
 A token reads

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """AMQP 1.0 messages as sequences of sections.
 
 The server keeps what a client sent byte for byte (properties, application
