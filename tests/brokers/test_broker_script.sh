@@ -141,6 +141,9 @@ answers() {
         -d '{}' | grep -q '^{' ;;
     servicebus)
       servicebus_put_token "$port" "$(info_value servicebus key)" ;;
+    postgres)
+      # The URL's user, password and database log in over TCP.
+      [[ "$(timeout 5 psql "$("$BROKER" url postgres)" -Atc 'select 1' 2>/dev/null)" == 1 ]] ;;
     *)
       port_open "$port" ;;
   esac
