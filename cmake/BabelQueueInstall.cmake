@@ -5,6 +5,7 @@ include_guard(GLOBAL)
 include(CMakePackageConfigHelpers)
 
 set(BQ_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/BabelQueue")
+install(FILES "${PROJECT_SOURCE_DIR}/LICENSE" DESTINATION "${CMAKE_INSTALL_DATAROOTDIR}/doc/babelqueue")
 get_property(BQ_COMPONENTS GLOBAL PROPERTY BABELQUEUE_COMPONENTS)
 
 # Headers go with the library they belong to: core's (the top level of
