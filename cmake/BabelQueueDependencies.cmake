@@ -1,15 +1,28 @@
 # SPDX-License-Identifier: Apache-2.0
-# bq_find_dependency(<package> TARGET <imported target> PKG <pkg-config module> [REQUIRED])
+# bq_find_dependency(<package> TARGET <imported target> [PKG <pkg-config module>] [VERSION <min>] [REQUIRED])
 #
 # Looks for a dependency the way Debian ships it: first a CMake find module or
 # package config, then a pkg-config module (made into the same imported target name), so the
 # rest of the build only ever names <imported target>.
+#
+# CMAKE_DISABLE_FIND_PACKAGE_<package>=ON makes the package count as absent,
+# by every route (CMake's own meaning of that variable, extended to the
+# pkg-config fallback): how a build is tried without one.
+#
+# While a transport's dependencies are looked for (bq_add_transports), a
+# missing REQUIRED one is not an error here: it is added to the global
+# property BABELQUEUE_MISSING_DEPENDENCIES, and the transport decides.
 include_guard(GLOBAL)
 
 function(bq_find_dependency package)
-  cmake_parse_arguments(ARG "REQUIRED" "TARGET;PKG" "" ${ARGN})
+  cmake_parse_arguments(ARG "REQUIRED" "TARGET;PKG;VERSION" "" ${ARGN})
   if(TARGET ${ARG_TARGET})
     set(${package}_FOUND TRUE PARENT_SCOPE)
+    return()
+  endif()
+  set(${package}_FOUND FALSE PARENT_SCOPE)
+  if(CMAKE_DISABLE_FIND_PACKAGE_${package})
+    bq_dependency_missing(${package} "${ARG_REQUIRED}" "CMAKE_DISABLE_FIND_PACKAGE_${package} is set")
     return()
   endif()
   # A package Debian ships without a usable CMake config or pkg-config file
@@ -20,15 +33,12 @@ function(bq_find_dependency package)
       set(${package}_FOUND TRUE PARENT_SCOPE)
       return()
     endif()
-    if(ARG_REQUIRED)
-      message(FATAL_ERROR "${package} not found. Run scripts/setup to install the Debian packages the build needs.")
-    endif()
-    set(${package}_FOUND FALSE PARENT_SCOPE)
+    bq_dependency_missing(${package} "${ARG_REQUIRED}" "not found")
     return()
   endif()
   # A find module (CMake's FindOpenSSL, FindCURL, FindThreads...) or a
   # package config, whichever CMake finds first.
-  find_package(${package} QUIET)
+  find_package(${package} ${ARG_VERSION} QUIET)
   if(TARGET ${ARG_TARGET})
     # Visible to the whole build, as the pkg-config targets below are, so a
     # test or benchmark directory can link it too.
@@ -51,10 +61,16 @@ function(bq_find_dependency package)
       return()
     endif()
   endif()
-  set(${package}_FOUND FALSE PARENT_SCOPE)
-  if(ARG_REQUIRED)
-    message(FATAL_ERROR "${package} not found (neither a CMake config nor pkg-config '${ARG_PKG}'). "
-                        "Run scripts/setup to install the Debian packages the build needs.")
+  bq_dependency_missing(${package} "${ARG_REQUIRED}" "neither a CMake config nor pkg-config '${ARG_PKG}' found")
+endfunction()
+
+# A dependency was not found: an error when REQUIRED, unless a transport's
+# dependencies are being looked for (BQ_PROBING_TRANSPORT), which collect it.
+function(bq_dependency_missing package required why)
+  if(BQ_PROBING_TRANSPORT)
+    set_property(GLOBAL APPEND PROPERTY BABELQUEUE_MISSING_DEPENDENCIES "${package} (${why})")
+  elseif(required)
+    message(FATAL_ERROR "${package}: ${why}. Run scripts/setup to install the Debian packages the build needs.")
   endif()
 endfunction()
 

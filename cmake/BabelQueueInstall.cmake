@@ -5,7 +5,10 @@ include_guard(GLOBAL)
 include(CMakePackageConfigHelpers)
 
 set(BQ_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/BabelQueue")
+install(FILES "${PROJECT_SOURCE_DIR}/LICENSE" DESTINATION "${CMAKE_INSTALL_DATAROOTDIR}/doc/babelqueue")
 get_property(BQ_COMPONENTS GLOBAL PROPERTY BABELQUEUE_COMPONENTS)
+cmake_path(IS_ABSOLUTE CMAKE_INSTALL_LIBDIR BQ_LIBDIR_IS_ABSOLUTE)
+cmake_path(IS_ABSOLUTE CMAKE_INSTALL_INCLUDEDIR BQ_INCLUDEDIR_IS_ABSOLUTE)
 
 # Headers go with the library they belong to: core's (the top level of
 # include/babelqueue, detail/ and memory/) always, a transport's folder only
@@ -28,6 +31,17 @@ endforeach()
 install(FILES "${PROJECT_BINARY_DIR}/generated/include/babelqueue/version.hpp"
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/babelqueue")
 
+set(BQ_PC_PREFIX "@BQ_PC_PREFIX@")  # replaced at install time, see below
+if(BQ_LIBDIR_IS_ABSOLUTE)
+  set(BQ_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
+else()
+  set(BQ_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+endif()
+if(BQ_INCLUDEDIR_IS_ABSOLUTE)
+  set(BQ_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
+else()
+  set(BQ_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
 foreach(component IN LISTS BQ_COMPONENTS)
   install(TARGETS babelqueue_${component} EXPORT BabelQueue-${component}
           ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
@@ -36,22 +50,46 @@ foreach(component IN LISTS BQ_COMPONENTS)
   install(EXPORT BabelQueue-${component} NAMESPACE babelqueue:: DESTINATION "${BQ_CMAKE_DIR}"
           FILE BabelQueue-${component}-targets.cmake)
   get_property(requires GLOBAL PROPERTY BABELQUEUE_PC_REQUIRES_${component})
-  get_property(libs GLOBAL PROPERTY BABELQUEUE_PC_LIBS_${component})
+  get_property(requires_private GLOBAL PROPERTY BABELQUEUE_PC_REQUIRES_PRIVATE_${component})
+  get_property(libs_private GLOBAL PROPERTY BABELQUEUE_PC_LIBS_PRIVATE_${component})
   set(BQ_PC_NAME "babelqueue-${component}")
-  set(BQ_PC_REQUIRES "${requires}")
-  # A static library's users link its dependencies too, so they are public
-  # requirements then; a shared library needs them only privately.
-  if(BUILD_SHARED_LIBS)
-    set(BQ_PC_REQUIRES_FIELD "Requires.private")
-  else()
-    set(BQ_PC_REQUIRES_FIELD "Requires")
+  set(BQ_PC_REQUIRES_LINES "")
+  if(requires)
+    string(APPEND BQ_PC_REQUIRES_LINES "Requires: ${requires}\n")
   endif()
-  set(BQ_PC_LIBS "${libs}")
-  configure_file("${PROJECT_SOURCE_DIR}/cmake/babelqueue.pc.in" "${PROJECT_BINARY_DIR}/pkgconfig/babelqueue-${component}.pc"
-                 @ONLY)
-  install(FILES "${PROJECT_BINARY_DIR}/pkgconfig/babelqueue-${component}.pc"
-          DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+  if(requires_private)
+    string(APPEND BQ_PC_REQUIRES_LINES "Requires.private: ${requires_private}\n")
+  endif()
+  set(BQ_PC_LIBS_PRIVATE_LINE "")
+  if(libs_private)
+    set(BQ_PC_LIBS_PRIVATE_LINE "Libs.private: ${libs_private}\n")
+  endif()
+  configure_file("${PROJECT_SOURCE_DIR}/cmake/babelqueue.pc.in"
+                 "${PROJECT_BINARY_DIR}/pkgconfig/babelqueue-${component}.pc.in" @ONLY)
 endforeach()
+
+# pkg-config files name the paths installed to (pkg-config cannot find a
+# multiarch libdir such as lib/x86_64-linux-gnu from the file's own place), so
+# they are written at install time, when the prefix is known: the one
+# configured, or the one `cmake --install --prefix` gives. Until then the
+# prefix stays a placeholder.
+if(BQ_LIBDIR_IS_ABSOLUTE)
+  set(BQ_PC_DIR "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+else()
+  set(BQ_PC_DIR "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+endif()
+# (One scratch folder per destination: installs to several at once do not
+# share files.)
+install(CODE "
+  set(BQ_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  string(MD5 bq_destination \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}\")
+  set(bq_scratch \"${PROJECT_BINARY_DIR}/pkgconfig/installed/\${bq_destination}\")
+  foreach(component ${BQ_COMPONENTS})
+    configure_file(\"${PROJECT_BINARY_DIR}/pkgconfig/babelqueue-\${component}.pc.in\"
+                   \"\${bq_scratch}/babelqueue-\${component}.pc\" @ONLY)
+    file(INSTALL \"\${bq_scratch}/babelqueue-\${component}.pc\" DESTINATION \"${BQ_PC_DIR}\")
+  endforeach()
+")
 
 set(BQ_CONFIG_COMPONENT_DEPS "")
 foreach(component IN LISTS BQ_COMPONENTS)

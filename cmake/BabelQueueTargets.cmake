@@ -27,28 +27,61 @@ function(bq_target_settings target)
   endif()
 endfunction()
 
-# A library of the SDK: babelqueue::<name>, file libbabelqueue-<name>.
+# The libraries' version: VERSION is the project's, SOVERSION what a program
+# linked against one release may rely on in the next (docs/adr/0030): the
+# major number, or major.minor while the major number is 0 (a 0.x minor
+# release may break the ABI, as the CMake package's SameMinorVersion says).
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(BQ_SOVERSION "${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}")
+else()
+  set(BQ_SOVERSION "${PROJECT_VERSION_MAJOR}")
+endif()
+
+# A library of the SDK: babelqueue::<name>, file libbabelqueue-<name>, static
+# or shared as BUILD_SHARED_LIBS says.
 function(bq_add_library name)
   add_library(babelqueue_${name} ${ARGN})
   add_library(babelqueue::${name} ALIAS babelqueue_${name})
   set_target_properties(babelqueue_${name} PROPERTIES EXPORT_NAME ${name} OUTPUT_NAME babelqueue-${name}
-                                                      POSITION_INDEPENDENT_CODE ON)
+                                                      POSITION_INDEPENDENT_CODE ON VERSION "${PROJECT_VERSION}"
+                                                      SOVERSION "${BQ_SOVERSION}")
   bq_target_settings(babelqueue_${name})
 endfunction()
 
-# Marks a library as an installable component of the BabelQueue package.
+# Marks a library as an installable component of the BabelQueue package
+# (cmake/BabelQueueInstall.cmake writes its CMake export and pkg-config file).
+#   COMPONENTS: other components of the package its public headers use
+#     (babelqueue-core is always one); PRIVATE_COMPONENTS: those it links
+#     privately. The CMake package loads both before it.
 #   DEPS: "<cmake package>|<imported target>|<pkg-config module>" entries the
-#         installed package must find again; COMPONENTS: other components of
-#         the package it links (loaded before it); PC_REQUIRES: pkg-config
-#         modules.
+#     installed CMake package must find again (a static library's users link
+#     them).
+#   PC_REQUIRES_PRIVATE: the pkg-config modules of those dependencies;
+#   PC_LIBS_PRIVATE: linker flags for a dependency without a usable module.
+#     The SDK's public headers include no dependency's header, so pkg-config
+#     users need these only to link a static library (pkg-config --static).
 function(bq_install_component name)
-  cmake_parse_arguments(ARG "" "" "DEPS;COMPONENTS;PC_REQUIRES;PC_LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "COMPONENTS;PRIVATE_COMPONENTS;DEPS;PC_REQUIRES_PRIVATE;PC_LIBS_PRIVATE" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "bq_install_component(${name}): unexpected '${ARG_UNPARSED_ARGUMENTS}'")
+  endif()
   set_property(GLOBAL APPEND PROPERTY BABELQUEUE_COMPONENTS ${name})
   set_property(GLOBAL PROPERTY BABELQUEUE_COMPONENT_DEPS_${name} "${ARG_DEPS}")
-  set_property(GLOBAL PROPERTY BABELQUEUE_COMPONENT_NEEDS_${name} "${ARG_COMPONENTS}")
-  string(JOIN ", " requires ${ARG_PC_REQUIRES})
+  set(needs ${ARG_COMPONENTS} ${ARG_PRIVATE_COMPONENTS})
+  set_property(GLOBAL PROPERTY BABELQUEUE_COMPONENT_NEEDS_${name} "${needs}")
+  set(requires "")
+  if(NOT name STREQUAL "core")
+    list(APPEND requires babelqueue-core)
+  endif()
+  list(TRANSFORM ARG_COMPONENTS PREPEND "babelqueue-")
+  list(TRANSFORM ARG_PRIVATE_COMPONENTS PREPEND "babelqueue-")
+  list(APPEND requires ${ARG_COMPONENTS})
+  string(JOIN ", " requires ${requires})
+  string(JOIN ", " requires_private ${ARG_PRIVATE_COMPONENTS} ${ARG_PC_REQUIRES_PRIVATE})
+  string(JOIN " " libs_private ${ARG_PC_LIBS_PRIVATE})
   set_property(GLOBAL PROPERTY BABELQUEUE_PC_REQUIRES_${name} "${requires}")
-  set_property(GLOBAL PROPERTY BABELQUEUE_PC_LIBS_${name} "${ARG_PC_LIBS}")
+  set_property(GLOBAL PROPERTY BABELQUEUE_PC_REQUIRES_PRIVATE_${name} "${requires_private}")
+  set_property(GLOBAL PROPERTY BABELQUEUE_PC_LIBS_PRIVATE_${name} "${libs_private}")
 endfunction()
 
 # simdjson's On-Demand front end (what the decoder uses) is compiled for the

@@ -3,8 +3,9 @@
 # bq_transport() line each; everything else that names transports reads that
 # list:
 #
-#   - the option BABELQUEUE_WITH_<NAME> and add_subdirectory(src/<name>), which
-#     defines the library babelqueue::<name>;
+#   - the setting BABELQUEUE_WITH_<NAME> (AUTO, ON or OFF) and
+#     add_subdirectory(src/<name>), which defines the library
+#     babelqueue::<name>;
 #   - babelqueue::builtin (the CLI, the robustness agent, the benchmarks): it
 #     registers each built transport and adds its conformance section;
 #   - tests/<name> and bench/<name>, when those folders exist;
@@ -13,6 +14,9 @@
 #     scripts/broker for those brokers.
 #
 # Conventions a transport folder follows (docs/adding-a-transport.md):
+#   - src/<name>/dependencies.cmake, if the transport has dependencies, finds
+#     them with bq_find_dependency(... REQUIRED), and nothing else: it is read
+#     before src/<name> is added, to decide whether the transport can be built;
 #   - src/<name>/CMakeLists.txt defines babelqueue::<name> (bq_add_library) and
 #     makes it a component of the package (bq_install_component);
 #   - its public header declares babelqueue::<name>::register_transport(); the
@@ -44,22 +48,58 @@ function(bq_transport name)
     message(FATAL_ERROR "bq_transport(${name}): scripts/lib/broker-${ARG_BROKER}.sh does not exist")
   endif()
   string(TOUPPER "${name}" upper)
-  option(BABELQUEUE_WITH_${upper} "Build the ${name} transport, babelqueue::${name}: ${ARG_DOC}" ON)
+  # AUTO: built when its dependencies are found, else left out with one line
+  # saying why; ON: built, a missing dependency is an error; OFF: left out.
+  # (A project that adds this one with add_subdirectory() may set the
+  # variable before it does.)
+  set(BABELQUEUE_WITH_${upper} AUTO CACHE STRING
+                                    "Build the ${name} transport, babelqueue::${name}: ${ARG_DOC}. AUTO, ON or OFF")
+  set_property(CACHE BABELQUEUE_WITH_${upper} PROPERTY STRINGS AUTO ON OFF)
   set_property(GLOBAL APPEND PROPERTY BABELQUEUE_TRANSPORTS ${name})
   set_property(GLOBAL PROPERTY BABELQUEUE_TRANSPORT_BROKER_${name} "${ARG_BROKER}")
+  set_property(GLOBAL PROPERTY BABELQUEUE_TRANSPORT_DOC_${name} "${ARG_DOC}")
 endfunction()
 
-# bq_add_transports(): add_subdirectory(src/<name>) for each transport whose
-# BABELQUEUE_WITH_<NAME> is on, in the order they were declared.
+# bq_add_transports(): add_subdirectory(src/<name>) for each transport that
+# BABELQUEUE_WITH_<NAME> and its dependencies let build, in the order they
+# were declared. In developer mode (BABELQUEUE_DEVELOPER_MODE, CI) AUTO means
+# ON: every transport must build there.
 function(bq_add_transports)
   get_property(transports GLOBAL PROPERTY BABELQUEUE_TRANSPORTS)
   foreach(name IN LISTS transports)
     string(TOUPPER "${name}" upper)
-    if(BABELQUEUE_WITH_${upper})
-      add_subdirectory("${PROJECT_SOURCE_DIR}/src/${name}" "${PROJECT_BINARY_DIR}/src/${name}")
-      if(NOT TARGET babelqueue::${name})
-        message(FATAL_ERROR "src/${name}/CMakeLists.txt must define the library babelqueue::${name} (bq_add_library)")
+    set(setting "BABELQUEUE_WITH_${upper}")
+    string(TOUPPER "${${setting}}" mode)
+    if(mode STREQUAL "AUTO" AND BABELQUEUE_DEVELOPER_MODE)
+      set(mode ON)
+    elseif(NOT mode STREQUAL "AUTO")
+      if(${setting})
+        set(mode ON)
+      else()
+        continue()
       endif()
+    endif()
+    if(EXISTS "${PROJECT_SOURCE_DIR}/src/${name}/dependencies.cmake")
+      set_property(GLOBAL PROPERTY BABELQUEUE_MISSING_DEPENDENCIES "")
+      set(BQ_PROBING_TRANSPORT ${name})
+      include("${PROJECT_SOURCE_DIR}/src/${name}/dependencies.cmake")
+      unset(BQ_PROBING_TRANSPORT)
+      get_property(missing GLOBAL PROPERTY BABELQUEUE_MISSING_DEPENDENCIES)
+      if(missing)
+        get_property(doc GLOBAL PROPERTY BABELQUEUE_TRANSPORT_DOC_${name})
+        string(JOIN ", " missing ${missing})
+        set(why "missing ${missing}; it is ${doc}")
+        if(mode STREQUAL "ON")
+          message(FATAL_ERROR "BabelQueue: ${setting} is ${${setting}} but the ${name} transport cannot be built: ${why}. "
+                              "Install what it needs (scripts/setup) or set ${setting}=OFF.")
+        endif()
+        message(STATUS "BabelQueue: the ${name} transport is left out: ${why} (${setting}=ON makes this an error)")
+        continue()
+      endif()
+    endif()
+    add_subdirectory("${PROJECT_SOURCE_DIR}/src/${name}" "${PROJECT_BINARY_DIR}/src/${name}")
+    if(NOT TARGET babelqueue::${name})
+      message(FATAL_ERROR "src/${name}/CMakeLists.txt must define the library babelqueue::${name} (bq_add_library)")
     endif()
   endforeach()
 endfunction()

@@ -20,25 +20,27 @@
 
 namespace babelqueue {
 
+/// How a broker's native count meets the body's own attempts.
 enum class AttemptsMerge {
-  max_with_body,  // attempts = max(body.attempts, native)
-  authoritative,  // attempts = native when present, else body.attempts
+  max_with_body,  ///< attempts = max(body.attempts, native)
+  authoritative,  ///< attempts = native when present, else body.attempts
 };
 
+/// One binding's rule: how its native count reads and how it meets the body's.
 struct AttemptsRule {
-  AttemptsMerge merge = AttemptsMerge::max_with_body;
-  // What the native count reads on a first delivery: 0 or 1.
+  AttemptsMerge merge = AttemptsMerge::max_with_body;  ///< by max(), or replacing the body's count
+  /// What the native count reads on a first delivery: 0 or 1.
   std::int64_t first_delivery_count = 0;
 
-  // The native count as attempts: count - first_delivery_count, never below
-  // 0; nothing when the broker said nothing.
+  /// The native count as attempts: count - first_delivery_count, never below
+  /// 0; nothing when the broker said nothing.
   constexpr std::optional<std::int64_t> native_attempts(std::optional<std::int64_t> count) const noexcept {
     if (!count) return std::nullopt;
     // A count below the base (a garbage 0 where 1 is the first) is a first delivery.
     return *count > first_delivery_count ? *count - first_delivery_count : 0;
   }
 
-  // The attempts a consumer works with.
+  /// The attempts a consumer works with.
   constexpr std::int64_t reconcile(std::int64_t body, std::optional<std::int64_t> native) const noexcept {
     if (!native) return body;
     if (merge == AttemptsMerge::authoritative) return *native;
@@ -46,10 +48,10 @@ struct AttemptsRule {
   }
 };
 
-// The rules of the bindings, by the kind of count they carry.
+/// The rules of the bindings, by the kind of count they carry.
 inline constexpr AttemptsRule kZeroBasedDeliveryCount{AttemptsMerge::max_with_body,
                                                       0};  // Pulsar, AMQP 1.0, quorum queues
-inline constexpr AttemptsRule kOneBasedDeliveryCount{AttemptsMerge::max_with_body, 1};        // SQS, Service Bus
-inline constexpr AttemptsRule kAuthoritativeAttemptsHeader{AttemptsMerge::authoritative, 0};  // Kafka bq-attempts
+inline constexpr AttemptsRule kOneBasedDeliveryCount{AttemptsMerge::max_with_body, 1};        ///< SQS, Service Bus
+inline constexpr AttemptsRule kAuthoritativeAttemptsHeader{AttemptsMerge::authoritative, 0};  ///< Kafka bq-attempts
 
 }  // namespace babelqueue

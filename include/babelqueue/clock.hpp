@@ -7,6 +7,7 @@
 
 namespace babelqueue {
 
+/// Now, in milliseconds since the Unix epoch (UTC): meta.created_at's unit.
 inline std::int64_t now_epoch_ms() noexcept {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();

@@ -21,27 +21,27 @@
 
 namespace babelqueue {
 
-// What one option accepts.
+/// What one option accepts.
 struct DurationRule {
-  // What a bare number means: std::chrono::seconds(1) or milliseconds(1).
+  /// What a bare number means: std::chrono::seconds(1) or milliseconds(1).
   std::chrono::milliseconds unit{std::chrono::seconds(1)};
-  std::chrono::milliseconds min{0};
-  std::chrono::milliseconds max{std::chrono::hours(24 * 365)};
-  // The value must be a whole multiple of this: seconds(1) for an option the
-  // broker takes in whole seconds (SQS, AMQP heartbeat).
+  std::chrono::milliseconds min{0};                             ///< the shortest accepted
+  std::chrono::milliseconds max{std::chrono::hours(24 * 365)};  ///< the longest accepted
+  /// The value must be a whole multiple of this: seconds(1) for an option the
+  /// broker takes in whole seconds (SQS, AMQP heartbeat).
   std::chrono::milliseconds step{1};
 };
 
-// Reads text under rule. Errc::invalid_argument whose message is
-// "'TEXT' is not <describe(rule)>" (the text is quoted as given).
+/// Reads text under rule. Errc::invalid_argument whose message is
+/// "'TEXT' is not <describe(rule)>" (the text is quoted as given).
 Result<std::chrono::milliseconds> parse_duration(std::string_view text, const DurationRule& rule = {});
 
-// What rule accepts, for error messages: "a duration (500ms, 5s, 2m, or a
-// number of seconds) between 1ms and 1h"; "a duration in whole seconds (5s,
-// 2m, or a number of seconds) between 0s and 20s".
+/// What rule accepts, for error messages: "a duration (500ms, 5s, 2m, or a
+/// number of seconds) between 1ms and 1h"; "a duration in whole seconds (5s,
+/// 2m, or a number of seconds) between 0s and 20s".
 std::string describe(const DurationRule& rule);
 
-// The shortest exact spelling in the syntax above: 1500ms, 5s, 2m, 1h, 90s.
+/// The shortest exact spelling in the syntax above: 1500ms, 5s, 2m, 1h, 90s.
 std::string format_duration(std::chrono::milliseconds duration);
 
 }  // namespace babelqueue

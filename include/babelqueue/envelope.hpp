@@ -30,37 +30,42 @@
 
 namespace babelqueue {
 
-// The language tag this SDK writes into meta.lang and dead_letter.lang.
+/// The language tag this SDK writes into meta.lang and dead_letter.lang.
 inline constexpr std::string_view kSourceLang = "cpp";
-// The only envelope version this SDK reads and writes.
+/// The only envelope version this SDK reads and writes.
 inline constexpr std::int64_t kSchemaVersion = 1;
 
+/// What Envelope::make() writes besides the URN and the data.
 struct MakeOptions {
-  std::string queue = "default";  // meta.queue
-  std::string trace_id;           // continue this trace; blank = start a new one
-  // Fixed values instead of fresh ones: for tests, golden files and
-  // benchmarks. Leave empty in production code.
-  std::string id;
-  std::optional<std::int64_t> created_at;
+  std::string queue = "default";  ///< meta.queue
+  std::string trace_id;           ///< continue this trace; blank = start a new one
+  /// Fixed values instead of fresh ones: for tests, golden files and
+  /// benchmarks. Leave empty in production code.
+  std::string id;                          ///< meta.id (a fresh UUIDv7 when empty)
+  std::optional<std::int64_t> created_at;  ///< meta.created_at, Unix epoch ms (now when empty)
 };
 
+/// The limits and callbacks of Envelope::decode().
 struct DecodeOptions {
-  std::size_t max_bytes = 16U * 1024U * 1024U;  // larger bodies: Rejection::too_large
-  std::size_t max_depth = 512;                  // deeper nesting: Rejection::too_deep
-  // Called once per forbidden key dropped while decoding, with its JSON
-  // pointer ("/timestamp", "/meta/ts"). The warnings are also kept on the
-  // envelope (Envelope::warnings).
+  std::size_t max_bytes = 16U * 1024U * 1024U;  ///< larger bodies: Rejection::too_large
+  std::size_t max_depth = 512;                  ///< deeper nesting: Rejection::too_deep
+  /// Called once per forbidden key dropped while decoding, with its JSON
+  /// pointer ("/timestamp", "/meta/ts"). The warnings are also kept on the
+  /// envelope (Envelope::warnings).
   std::function<void(std::string_view pointer)> on_warning;
 };
 
-// The verdict of accepts(): true, or false with the reason.
+/// The verdict of accepts(): true, or false with the reason.
 class Acceptance {
  public:
-  Acceptance() = default;
-  explicit Acceptance(Rejection reason) : reason_(reason) {}
+  Acceptance() = default;                                     ///< accepted
+  explicit Acceptance(Rejection reason) : reason_(reason) {}  ///< not accepted, for this reason
+  /// Whether the envelope is accepted.
+  ///@{
   explicit operator bool() const noexcept { return !reason_; }
   bool accepted() const noexcept { return !reason_; }
-  // The reason when not accepted.
+  ///@}
+  /// The reason when not accepted.
   std::optional<Rejection> reason() const noexcept { return reason_; }
 
  private:
@@ -68,17 +73,22 @@ class Acceptance {
 };
 
 class Envelope;
+/// Judges an envelope by every rule of the wire contract decode() leaves to it
+/// (docs/encoding.md): accepted, or the Rejection.
 Acceptance accepts(const Envelope& envelope) noexcept;
 
+/// One message of the canonical envelope: made from a URN and data, or decoded
+/// from a body; its bytes are kept and re-emitted byte for byte (docs/encoding.md).
 class Envelope {
  public:
   // ---- producing ------------------------------------------------------------
 
-  // A new envelope for urn with data (an object; null means {}). The URN is
-  // trimmed and must not be blank; data must hold no NaN/infinity and only
-  // valid UTF-8. Errors: Errc::invalid_argument, Errc::invalid_utf8.
+  /// A new envelope for urn with data (an object; null means {}). The URN is
+  /// trimmed and must not be blank; data must hold no NaN/infinity and only
+  /// valid UTF-8. Errors: Errc::invalid_argument, Errc::invalid_utf8.
   static Result<Envelope> make(std::string_view urn, const Value& data, const MakeOptions& options = {});
 
+  /// A new envelope for a typed message: its URN and to_value() (typed_message.hpp).
   template <TypedMessage T>
   static Result<Envelope> make(const T& message, const MakeOptions& options = {}) {
     return make(T::urn, message.to_value(), options);
@@ -86,67 +96,74 @@ class Envelope {
 
   // ---- consuming ------------------------------------------------------------
 
-  // Reads a body. Fails (with a typed Rejection) only when the bytes are not a
-  // JSON object the SDK will read: too large, invalid UTF-8, not JSON, not an
-  // object, too deep, a duplicate frame/meta key. Any other rule of the wire
-  // contract is judged by accepts(), so a rejected envelope can still be
-  // inspected and dead-lettered with its bytes.
+  /// Reads a body. Fails (with a typed Rejection) only when the bytes are not a
+  /// JSON object the SDK will read: too large, invalid UTF-8, not JSON, not an
+  /// object, too deep, a duplicate frame/meta key. Any other rule of the wire
+  /// contract is judged by accepts(), so a rejected envelope can still be
+  /// inspected and dead-lettered with its bytes.
   static Result<Envelope, DecodeError> decode(std::string_view body, const DecodeOptions& options = {});
 
   // ---- fields ---------------------------------------------------------------
 
-  // The URN: `job`, else the `urn` alias when `job` is absent or blank.
+  /// The URN: `job`, else the `urn` alias when `job` is absent or blank.
   std::string_view urn() const noexcept;
-  std::string_view trace_id() const noexcept;
-  // The exact JSON text of `data` (empty when absent).
+  std::string_view trace_id() const noexcept;  ///< trace_id
+  /// The exact JSON text of `data` (empty when absent).
   std::string_view data_json() const noexcept;
-  // `data` parsed into a Value (null when absent).
+  /// `data` parsed into a Value (null when absent).
   Value data() const;
+  /// `data` read as a typed message (T::from_value, typed_message.hpp).
   template <TypedMessage T>
   T data_as() const {
     return T::from_value(data());
   }
 
-  std::string_view id() const noexcept;     // meta.id ("" when absent or not a string)
-  std::string_view queue() const noexcept;  // meta.queue
-  std::string_view lang() const noexcept;   // meta.lang
-  // meta.schema_version and meta.created_at: empty when absent or not integers.
+  std::string_view id() const noexcept;     ///< meta.id ("" when absent or not a string)
+  std::string_view queue() const noexcept;  ///< meta.queue
+  std::string_view lang() const noexcept;   ///< meta.lang
+  /// meta.schema_version and meta.created_at: empty when absent or not integers.
+  ///@{
   std::optional<std::int64_t> schema_version() const noexcept;
   std::optional<std::int64_t> created_at() const noexcept;
+  ///@}
 
-  // Top-level attempts (0 when absent). A transport may raise it from the
-  // broker's delivery count (set_attempts); re-emitting writes this value.
+  /// Top-level attempts (0 when absent). A transport may raise it from the
+  /// broker's delivery count (set_attempts); re-emitting writes this value.
+  ///@{
   std::int64_t attempts() const noexcept { return attempts_; }
   void set_attempts(std::int64_t attempts) noexcept { attempts_ = attempts; }
+  ///@}
 
+  /// Whether the body has a dead_letter block.
   bool has_dead_letter() const noexcept;
-  // The dead_letter block, read from its JSON (empty when absent or unreadable).
+  /// The dead_letter block, read from its JSON (empty when absent or unreadable).
   std::optional<DeadLetter> dead_letter() const;
 
-  // JSON pointers of forbidden keys dropped while decoding.
+  /// JSON pointers of forbidden keys dropped while decoding.
   const std::vector<std::string>& warnings() const noexcept { return warnings_; }
 
-  // The bytes this envelope was made as or decoded from.
+  /// The bytes this envelope was made as or decoded from.
   std::string_view body() const noexcept { return {buffer_.data(), body_size_}; }
 
   // ---- re-emitting ------------------------------------------------------------
 
-  // The canonical bytes with the current attempts: known keys in canonical
-  // order (job, trace_id, data, meta, attempts, dead_letter), then unknown keys
-  // in arrival order, every value except attempts copied byte for byte
-  // (insignificant whitespace removed), forbidden keys left out. Equal to
-  // body() for a canonical body. Errc::rejected when the envelope is not
-  // accepted.
+  /// The canonical bytes with the current attempts: known keys in canonical
+  /// order (job, trace_id, data, meta, attempts, dead_letter), then unknown keys
+  /// in arrival order, every value except attempts copied byte for byte
+  /// (insignificant whitespace removed), forbidden keys left out. Equal to
+  /// body() for a canonical body. Errc::rejected when the envelope is not
+  /// accepted.
   Result<std::string> encode() const { return encode_with_attempts(attempts_); }
+  /// encode() with another attempts count (what a retry publishes).
   Result<std::string> encode_with_attempts(std::int64_t attempts) const;
 
-  // The body for a dead-letter queue. An accepted envelope is re-emitted as
-  // encode() with the block (replacing an earlier one); a rejected one keeps
-  // every byte and gains the block before its closing brace.
+  /// The body for a dead-letter queue. An accepted envelope is re-emitted as
+  /// encode() with the block (replacing an earlier one); a rejected one keeps
+  /// every byte and gains the block before its closing brace.
   Result<std::string> encode_dead_letter(const DeadLetter& block) const;
 
-  // The body redrive publishes: encode() without the dead_letter block and
-  // with attempts 0.
+  /// The body redrive publishes: encode() without the dead_letter block and
+  /// with attempts 0.
   Result<std::string> encode_redriven() const;
 
   // Internal layout, filled by the decoder and by make().
@@ -162,38 +179,38 @@ class Envelope {
   std::string_view slice(Span s) const noexcept { return {buffer_.data() + s.offset, s.size}; }
   std::string_view text(const detail::Text& t) const noexcept;
   enum class BlockMode { keep, replace, remove };
-  // block_json: the dead_letter block's JSON, written with BlockMode::replace.
+  /// block_json: the dead_letter block's JSON, written with BlockMode::replace.
   void write_canonical(std::string& out, std::int64_t attempts, BlockMode mode, std::string_view block_json) const;
   std::string splice_dead_letter(std::string_view block_json) const;
   Result<void> require_accepted() const;
 
-  std::string buffer_;  // the body, with spare capacity for the parser's padding
+  std::string buffer_;  ///< the body, with spare capacity for the parser's padding
   std::size_t body_size_ = 0;
-  std::string side_;  // unescaped copies of string fields that had escapes
+  std::string side_;  ///< unescaped copies of string fields that had escapes
   std::array<std::optional<Member>, static_cast<std::size_t>(Top::count)> top_{};
   std::array<std::optional<Member>, static_cast<std::size_t>(MetaKey::count)> meta_{};
-  std::vector<Member> unknown_top_;   // in arrival order
-  std::vector<Member> unknown_meta_;  // in arrival order
+  std::vector<Member> unknown_top_;   ///< in arrival order
+  std::vector<Member> unknown_meta_;  ///< in arrival order
   std::vector<std::string> warnings_;
   detail::Text job_, urn_, trace_id_, id_, queue_, lang_;
   detail::Integer schema_version_, created_at_;
   std::int64_t attempts_ = 0;
-  bool attempts_valid_ = true;  // absent, or an integer >= 0
+  bool attempts_valid_ = true;  ///< absent, or an integer >= 0
   bool meta_is_object_ = false;
   bool data_is_object_ = false;
-  std::optional<Rejection> rejection_;  // cached verdict of accepts()
+  std::optional<Rejection> rejection_;  ///< cached verdict of accepts()
 };
 
-// Whether a consumer may hand this envelope to a handler: the URN (`job`, else
-// `urn`) is a non-blank string, meta is an object with schema_version the
-// integer 1, data is an object, trace_id is a non-blank string, and attempts is
-// absent or an integer >= 0 — checked in that order.
+/// Whether a consumer may hand this envelope to a handler: the URN (`job`, else
+/// `urn`) is a non-blank string, meta is an object with schema_version the
+/// integer 1, data is an object, trace_id is a non-blank string, and attempts is
+/// absent or an integer >= 0 — checked in that order.
 Acceptance accepts(const Envelope& envelope) noexcept;
 
-// The body to put on a dead-letter queue for a message that arrived as body:
-// decodable objects gain the block (see Envelope::encode_dead_letter); anything
-// else (not JSON, not an object, invalid UTF-8, duplicate keys, too deep, too
-// big) is returned byte for byte — its reason travels in transport headers.
+/// The body to put on a dead-letter queue for a message that arrived as body:
+/// decodable objects gain the block (see Envelope::encode_dead_letter); anything
+/// else (not JSON, not an object, invalid UTF-8, duplicate keys, too deep, too
+/// big) is returned byte for byte — its reason travels in transport headers.
 std::string dead_letter_body(std::string_view body, const DeadLetter& block, const DecodeOptions& options = {});
 
 }  // namespace babelqueue

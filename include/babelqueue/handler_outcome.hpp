@@ -36,23 +36,31 @@
 
 namespace babelqueue {
 
+/// What a handler decides for its message (this header's opening comment
+/// gives each outcome's effect).
 class HandlerOutcome {
  public:
+  /// The four outcomes.
   enum class Kind { ack, retry, dead_letter, drop };
 
+  /// Done: the message is acknowledged.
   static HandlerOutcome ack() { return HandlerOutcome(Kind::ack, {}, {}); }
+  /// Run it again after delay, as a failure does (attempts + 1).
   static HandlerOutcome retry(std::chrono::milliseconds delay = {}, std::string reason = "retry requested") {
     return HandlerOutcome(Kind::retry, delay, std::move(reason));
   }
+  /// To the dead-letter queue now, with reason as the block's error.
   static HandlerOutcome dead_letter(std::string reason) {
     return HandlerOutcome(Kind::dead_letter, {}, std::move(reason));
   }
+  /// Acknowledged without running again, and logged with reason.
   static HandlerOutcome drop(std::string reason) { return HandlerOutcome(Kind::drop, {}, std::move(reason)); }
 
+  /// Which outcome it is.
   Kind kind() const noexcept { return kind_; }
-  // retry: how long to wait; never negative.
+  /// retry: how long to wait; never negative.
   std::chrono::milliseconds delay() const noexcept { return delay_; }
-  // Why, for the log and (dead_letter) the dead-letter block's error.
+  /// Why, for the log and (dead_letter) the dead-letter block's error.
   const std::string& reason() const noexcept { return reason_; }
 
  private:
@@ -64,12 +72,12 @@ class HandlerOutcome {
   std::string reason_;
 };
 
-// The thrown form of a HandlerOutcome.
+/// The thrown form of a HandlerOutcome.
 class OutcomeException : public std::exception {
  public:
-  explicit OutcomeException(HandlerOutcome outcome) : outcome_(std::move(outcome)) {}
-  const HandlerOutcome& outcome() const noexcept { return outcome_; }
-  const char* what() const noexcept override { return outcome_.reason().c_str(); }
+  explicit OutcomeException(HandlerOutcome outcome) : outcome_(std::move(outcome)) {}  ///< throws this outcome
+  const HandlerOutcome& outcome() const noexcept { return outcome_; }                  ///< the outcome thrown
+  const char* what() const noexcept override { return outcome_.reason().c_str(); }     ///< the outcome's reason
 
  private:
   HandlerOutcome outcome_;

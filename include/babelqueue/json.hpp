@@ -17,28 +17,29 @@
 
 namespace babelqueue {
 
+/// How much JSON text the reader takes.
 struct JsonLimits {
-  std::size_t max_depth = 512;                  // nesting of arrays and objects
-  std::size_t max_bytes = 16U * 1024U * 1024U;  // size of the text
+  std::size_t max_depth = 512;                  ///< nesting of arrays and objects
+  std::size_t max_bytes = 16U * 1024U * 1024U;  ///< size of the text
 };
 
-// Parses one JSON document. Integers become int64 or uint64, other numbers
-// double; numbers that fit neither (or overflow a double) are kept as
-// NumberText. Duplicate keys keep the first position and the last value.
+/// Parses one JSON document. Integers become int64 or uint64, other numbers
+/// double; numbers that fit neither (or overflow a double) are kept as
+/// NumberText. Duplicate keys keep the first position and the last value.
 Result<Value> parse_json(std::string_view text, const JsonLimits& limits = {});
 
-// Appends the canonical JSON form of value to out. On error out is left with
-// what was written before the failing part; callers discard it.
+/// Appends the canonical JSON form of value to out. On error out is left with
+/// what was written before the failing part; callers discard it.
 Result<void> write_json(std::string& out, const Value& value);
 
-// The canonical JSON form of value.
+/// The canonical JSON form of value.
 Result<std::string> to_json(const Value& value);
 
-// Appends a JSON string literal (with quotes) for text, escaped canonically.
-// Fails on invalid UTF-8.
+/// Appends a JSON string literal (with quotes) for text, escaped canonically.
+/// Fails on invalid UTF-8.
 Result<void> write_json_string(std::string& out, std::string_view text);
 
-// Appends a double in the canonical layout. Fails on NaN and infinities.
+/// Appends a double in the canonical layout. Fails on NaN and infinities.
 Result<void> write_json_double(std::string& out, double value);
 
 }  // namespace babelqueue

@@ -14,15 +14,17 @@
 
 namespace babelqueue {
 
+/// How much a log line matters.
 enum class LogLevel { debug, info, warning, error };
+/// The level's name ("debug", "info", "warning", "error").
 std::string_view to_string(LogLevel level) noexcept;
 
-// An empty function silences the component it is given to.
+/// An empty function silences the component it is given to.
 using LogSink = std::function<void(LogLevel level, std::string_view message)>;
 
-// The default sink: lines at min_level and above to standard error, one
-// write per line ("babelqueue warning: ..."), so lines of several threads
-// stay whole.
+/// The default sink: lines at min_level and above to standard error, one
+/// write per line ("babelqueue warning: ..."), so lines of several threads
+/// stay whole.
 LogSink stderr_log_sink(LogLevel min_level = LogLevel::warning);
 
 }  // namespace babelqueue

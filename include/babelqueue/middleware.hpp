@@ -34,67 +34,72 @@
 
 namespace babelqueue {
 
-// A handler of one delivery: returns normally or an ok Result to ack it,
-// throws or returns an error to fail it (retry, then dead-letter), throws
-// ReleaseDelivery to hand it back unhandled.
+/// A handler of one delivery: returns normally or an ok Result to ack it,
+/// throws or returns an error to fail it (retry, then dead-letter), throws
+/// ReleaseDelivery to hand it back unhandled.
 using MessageHandler = std::function<Result<void>(const Message&)>;
 
-// A publish on its way out, as the publish side of a middleware sees it.
+/// A publish on its way out, as the publish side of a middleware sees it.
 struct PublishRequest {
-  // Where it goes.
+  /// Where it goes.
   std::string queue;
-  // The envelope, built and encoded (its bytes are envelope.body()). A
-  // middleware that changes the message replaces it with another envelope.
+  /// The envelope, built and encoded (its bytes are envelope.body()). A
+  /// middleware that changes the message replaces it with another envelope.
   Envelope envelope;
-  // The data the envelope was made from, when the publisher has it: a check
-  // reads it instead of parsing envelope.data_json() again. Null otherwise;
-  // it no longer describes the envelope once a middleware replaced that.
+  /// The data the envelope was made from, when the publisher has it: a check
+  /// reads it instead of parsing envelope.data_json() again. Null otherwise;
+  /// it no longer describes the envelope once a middleware replaced that.
   const Value* data = nullptr;
-  // Headers, delay, ordering key and deduplication id. The contract fields
-  // (PublishOptions::contract) are filled by the final step from the
-  // envelope as it is then.
+  /// Headers, delay, ordering key and deduplication id. The contract fields
+  /// (PublishOptions::contract) are filled by the final step from the
+  /// envelope as it is then.
   PublishOptions options;
 };
 
-// The rest of a publish chain, ending in the transport's publish.
+/// The rest of a publish chain, ending in the transport's publish.
 using PublishStep = std::function<Result<void>(PublishRequest&)>;
 
+/// A layer around handlers and publishes (this header's opening comment gives
+/// the order of a chain).
 class Middleware {
  public:
   virtual ~Middleware() = default;
 
-  // Around a delivery's handler. Call next(message) to go on. Returning
-  // without calling it skips the handler: an ok result acks the message,
-  // an error fails it.
+  /// Around a delivery's handler. Call next(message) to go on. Returning
+  /// without calling it skips the handler: an ok result acks the message,
+  /// an error fails it.
   virtual Result<void> handle(const Message& message, const MessageHandler& next) { return next(message); }
 
-  // Around a publish. Call next(request) to send; an error returned before
-  // that means nothing was sent.
+  /// Around a publish. Call next(request) to send; an error returned before
+  /// that means nothing was sent.
   virtual Result<void> publish(PublishRequest& request, const PublishStep& next) { return next(request); }
 };
 
-// An ordered list of middleware, composed once: the Worker holds one, and a
-// standalone publisher reuses it the same way (wrap its send with
-// compose_publish). Not thread-safe while being added to; its composed
-// functions are.
+/// An ordered list of middleware, composed once: the Worker holds one, and a
+/// standalone publisher reuses it the same way (wrap its send with
+/// compose_publish). Not thread-safe while being added to; its composed
+/// functions are.
 class MiddlewareChain {
  public:
+  /// An empty chain, or one of these in this order (the first outermost).
+  ///@{
   MiddlewareChain() = default;
   explicit MiddlewareChain(std::vector<std::shared_ptr<Middleware>> middleware);
+  ///@}
 
-  // Adds one after (inside) those already added. A null pointer is an
-  // Errc::invalid_argument Error.
+  /// Adds one after (inside) those already added. A null pointer is an
+  /// Errc::invalid_argument Error.
   void add(std::shared_ptr<Middleware> middleware);
 
-  bool empty() const noexcept { return middleware_.empty(); }
-  std::size_t size() const noexcept { return middleware_.size(); }
+  bool empty() const noexcept { return middleware_.empty(); }       ///< no middleware
+  std::size_t size() const noexcept { return middleware_.size(); }  ///< how many
 
-  // handler as the chain runs it: each middleware's handle() around it, the
-  // first added outermost.
+  /// handler as the chain runs it: each middleware's handle() around it, the
+  /// first added outermost.
   MessageHandler wrap(MessageHandler handler) const;
 
-  // send as the chain runs it: each middleware's publish() on the way out,
-  // the last added first and the first added last, then send.
+  /// send as the chain runs it: each middleware's publish() on the way out,
+  /// the last added first and the first added last, then send.
   PublishStep compose_publish(PublishStep send) const;
 
  private:

@@ -28,38 +28,43 @@
 
 namespace babelqueue {
 
+/// What redrive() moves, and where.
 struct RedriveOptions {
-  std::string to_queue;  // empty = each message's original queue
-  std::size_t max = 0;   // 0 = every message available now
-  bool dry_run = false;
-  std::function<bool(const Envelope&)> select;  // empty = all
-  bool bypass = false;
-  std::chrono::milliseconds wait{std::chrono::seconds(1)};  // per receive
+  std::string to_queue;                                     ///< empty = each message's original queue
+  std::size_t max = 0;                                      ///< 0 = every message available now
+  bool dry_run = false;                                     ///< report what would be redriven, move nothing
+  std::function<bool(const Envelope&)> select;              ///< empty = all
+  bool bypass = false;                                      ///< redriven messages carry the bq-replay-bypass header
+  std::chrono::milliseconds wait{std::chrono::seconds(1)};  ///< per receive
 };
 
+/// One message redrive() looked at.
 struct RedriveItem {
-  std::string message_id;
-  std::string trace_id;
-  std::string urn;
-  std::string reason;  // dead_letter.reason
-  std::string from;
-  std::string to;  // empty when not redriven and no target is known
-  bool redriven = false;
-  bool bypassed = false;
-  std::string note;  // why it was skipped, when it was
+  std::string message_id;  ///< meta.id
+  std::string trace_id;    ///< trace_id
+  std::string urn;         ///< the URN
+  std::string reason;      ///< dead_letter.reason
+  std::string from;        ///< the dead-letter queue
+  std::string to;          ///< empty when not redriven and no target is known
+  bool redriven = false;   ///< published to `to` and taken off the dead-letter queue
+  bool bypassed = false;   ///< published with the bq-replay-bypass header
+  std::string note;        ///< why it was skipped, when it was
 };
 
+/// What redrive() did.
 struct RedriveResult {
-  std::size_t redriven = 0;
-  std::size_t skipped = 0;
-  std::vector<RedriveItem> items;
-  // Set when a publish failed: the run stopped there, that message and
-  // every later one were restored to the dead-letter queue.
+  std::size_t redriven = 0;        ///< messages moved
+  std::size_t skipped = 0;         ///< messages left on the dead-letter queue
+  std::vector<RedriveItem> items;  ///< each message, in the order read
+  /// Set when a publish failed: the run stopped there, that message and
+  /// every later one were restored to the dead-letter queue.
   std::optional<ErrorInfo> error;
 };
 
-// Fails only when the dead-letter queue could not be read at all; a failed
-// publish midway is reported in RedriveResult::error with what was done.
+/// Moves messages from dead_letter_queue back to where they failed (this
+/// header's opening comment gives the order of the steps). Fails only when
+/// the dead-letter queue could not be read at all; a failed
+/// publish midway is reported in RedriveResult::error with what was done.
 Result<RedriveResult> redrive(Transport& transport, std::string_view dead_letter_queue,
                               const RedriveOptions& options = {});
 

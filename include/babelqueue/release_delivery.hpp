@@ -19,13 +19,16 @@
 
 namespace babelqueue {
 
+/// Thrown to hand a message back after delay, unhandled and not failed (this
+/// header's opening comment gives the effect).
 class ReleaseDelivery : public std::exception {
  public:
+  /// Back after delay; reason is for the log.
   ReleaseDelivery(std::chrono::milliseconds delay, std::string reason) : delay_(delay), reason_(std::move(reason)) {}
 
-  // How long the broker keeps the message back; zero = at once.
+  /// How long the broker keeps the message back; zero = at once.
   std::chrono::milliseconds delay() const noexcept { return delay_; }
-  // Why, for the worker's log.
+  /// Why, for the worker's log.
   const char* what() const noexcept override { return reason_.c_str(); }
 
  private:

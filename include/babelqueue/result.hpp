@@ -20,12 +20,15 @@
 
 namespace babelqueue {
 
-// Tag type to build an error result: `return unexpected(Errc::io, "...")`.
+/// Tag type to build an error result: `return unexpected(Errc::io, "...")`.
 template <class E = ErrorInfo>
 struct Unexpected {
-  E error;
+  E error;  ///< the error the result will hold
 };
 
+/// An error result under construction: `return unexpected(Errc::io, "...");`
+/// or, with an error value already made, `return unexpected(std::move(info));`.
+///@{
 inline Unexpected<ErrorInfo> unexpected(Errc code, std::string message) {
   return Unexpected<ErrorInfo>{ErrorInfo(code, std::move(message))};
 }
@@ -33,9 +36,10 @@ template <class E>
 Unexpected<E> unexpected(E error) {
   return Unexpected<E>{std::move(error)};
 }
+///@}
 
-// How an error value becomes the exception value() throws. A custom error type
-// E provides `ErrorInfo to_error_info(const E&)` found by argument lookup.
+/// How an error value becomes the exception value() throws. A custom error type
+/// E provides `ErrorInfo to_error_info(const E&)` found by argument lookup.
 inline const ErrorInfo& to_error_info(const ErrorInfo& info) noexcept { return info; }
 
 template <class T, class E = ErrorInfo>
@@ -48,17 +52,28 @@ template <class T, class E>
 struct is_result<Result<T, E>> : std::true_type {};
 }  // namespace detail
 
+/// A value of type T or an error of type E (ErrorInfo unless said otherwise),
+/// shaped like C++23's std::expected.
 template <class T, class E>
 class [[nodiscard]] Result {
  public:
-  using value_type = T;
+  using value_type = T;  ///< the type of the value
 
+  /// A result holding the value, or the error: both implicit, so a function
+  /// returns either directly.
+  ///@{
   Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}                // NOLINT: implicit by design
   Result(Unexpected<E> err) : state_(std::in_place_index<1>, std::move(err.error)) {}  // NOLINT
+  ///@}
 
+  /// Whether the result holds a value (not an error).
+  ///@{
   bool has_value() const noexcept { return state_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
+  ///@}
 
+  /// The value; throws babelqueue::Error with the error when there is none.
+  ///@{
   T& value() & {
     throw_if_error();
     return std::get<0>(state_);
@@ -71,15 +86,24 @@ class [[nodiscard]] Result {
     throw_if_error();
     return std::get<0>(std::move(state_));
   }
+  ///@}
 
+  /// The value, unchecked: only after has_value() said there is one.
+  ///@{
   T& operator*() & noexcept { return *std::get_if<0>(&state_); }
   const T& operator*() const& noexcept { return *std::get_if<0>(&state_); }
   T* operator->() noexcept { return std::get_if<0>(&state_); }
   const T* operator->() const noexcept { return std::get_if<0>(&state_); }
+  ///@}
 
+  /// The error, unchecked: only when has_value() is false.
+  ///@{
   const E& error() const& noexcept { return *std::get_if<1>(&state_); }
   E&& error() && noexcept { return std::move(*std::get_if<1>(&state_)); }
+  ///@}
 
+  /// The value, or fallback when the result holds an error.
+  ///@{
   template <class U>
   T value_or(U&& fallback) const& {
     return has_value() ? std::get<0>(state_) : static_cast<T>(std::forward<U>(fallback));
@@ -88,8 +112,10 @@ class [[nodiscard]] Result {
   T value_or(U&& fallback) && {
     return has_value() ? std::get<0>(std::move(state_)) : static_cast<T>(std::forward<U>(fallback));
   }
+  ///@}
 
-  // f(value) -> Result<U, E>, called only with a value; an error passes on.
+  /// `f(value) -> Result<U, E>`, called only with a value; an error passes on.
+  ///@{
   template <class F>
   auto and_then(F&& f) const& {
     using R = std::remove_cvref_t<std::invoke_result_t<F, const T&>>;
@@ -104,8 +130,10 @@ class [[nodiscard]] Result {
     if (!has_value()) return R(Unexpected<E>{std::move(*this).error()});
     return std::forward<F>(f)(std::get<0>(std::move(state_)));
   }
+  ///@}
 
-  // f(value) -> U: Result<U, E> holding f's value, or the same error.
+  /// `f(value) -> U`: `Result<U, E>` holding f's value, or the same error.
+  ///@{
   template <class F>
   auto transform(F&& f) const& {
     using U = std::remove_cvref_t<std::invoke_result_t<F, const T&>>;
@@ -129,8 +157,8 @@ class [[nodiscard]] Result {
     }
   }
 
-  // f(error) -> Result<T, E2>, called only with an error (to recover or
-  // replace it); a value passes on.
+  /// `f(error) -> Result<T, E2>`, called only with an error (to recover or
+  /// replace it); a value passes on.
   template <class F>
   auto or_else(F&& f) const& {
     using R = std::remove_cvref_t<std::invoke_result_t<F, const E&>>;
@@ -139,7 +167,7 @@ class [[nodiscard]] Result {
     return std::forward<F>(f)(error());
   }
 
-  // f(error) -> E2: Result<T, E2> with the error mapped, or the same value.
+  /// `f(error) -> E2`: `Result<T, E2>` with the error mapped, or the same value.
   template <class F>
   auto transform_error(F&& f) const& {
     using E2 = std::remove_cvref_t<std::invoke_result_t<F, const E&>>;
@@ -155,21 +183,29 @@ class [[nodiscard]] Result {
   std::variant<T, E> state_;
 };
 
-// Result of an operation that yields no value.
+/// Result of an operation that yields no value.
 template <>
 class [[nodiscard]] Result<void, ErrorInfo> {
  public:
+  /// Success, or the error (implicit, so a function returns it directly).
+  ///@{
   Result() = default;
   Result(Unexpected<ErrorInfo> err) : error_(std::move(err.error)), failed_(true) {}  // NOLINT
+  ///@}
 
+  /// Whether the operation succeeded.
+  ///@{
   bool has_value() const noexcept { return !failed_; }
   explicit operator bool() const noexcept { return has_value(); }
+  ///@}
+  /// Throws babelqueue::Error with the error when the operation failed.
   void value() const {
     if (failed_) throw Error(error_);
   }
+  /// The error, unchecked: only when has_value() is false.
   const ErrorInfo& error() const noexcept { return error_; }
 
-  // f() -> Result<U>, called only on success; an error passes on.
+  /// `f() -> Result<U>`, called only on success; an error passes on.
   template <class F>
   auto and_then(F&& f) const {
     using R = std::remove_cvref_t<std::invoke_result_t<F>>;
@@ -178,7 +214,7 @@ class [[nodiscard]] Result<void, ErrorInfo> {
     return std::forward<F>(f)();
   }
 
-  // f() -> U: Result<U> holding f's value, or the same error.
+  /// `f() -> U`: `Result<U>` holding f's value, or the same error.
   template <class F>
   auto transform(F&& f) const {
     using U = std::remove_cvref_t<std::invoke_result_t<F>>;
@@ -191,7 +227,7 @@ class [[nodiscard]] Result<void, ErrorInfo> {
     }
   }
 
-  // f(error) -> Result<void>, called only on an error; success passes on.
+  /// `f(error) -> Result<void>`, called only on an error; success passes on.
   template <class F>
   auto or_else(F&& f) const {
     using R = std::remove_cvref_t<std::invoke_result_t<F, const ErrorInfo&>>;
@@ -200,7 +236,7 @@ class [[nodiscard]] Result<void, ErrorInfo> {
     return std::forward<F>(f)(error_);
   }
 
-  // f(error) -> ErrorInfo: the error replaced (a message with more context).
+  /// `f(error) -> ErrorInfo`: the error replaced (a message with more context).
   template <class F>
   Result transform_error(F&& f) const {
     if (!failed_) return {};

@@ -25,15 +25,17 @@
 
 namespace babelqueue {
 
+/// The TLS settings every transport reads the same way (this header's opening
+/// comment gives their URL names).
 struct TlsOptions {
-  bool enabled = false;
-  std::string ca_file;      // PEM CA bundle; empty = the system's trusted CAs
-  std::string cert_file;    // client certificate (PEM), with key_file
-  std::string key_file;     // its private key (PEM)
-  std::string server_name;  // name checked against the certificate; empty = the host
-  bool verify = true;       // false disables certificate verification (tests only)
+  bool enabled = false;     ///< TLS on (the scheme's TLS form, e.g. rediss://)
+  std::string ca_file;      ///< PEM CA bundle; empty = the system's trusted CAs
+  std::string cert_file;    ///< client certificate (PEM), with key_file
+  std::string key_file;     ///< its private key (PEM)
+  std::string server_name;  ///< name checked against the certificate; empty = the host
+  bool verify = true;       ///< false disables certificate verification (tests only)
 
-  // Errc::invalid_argument when cert_file and key_file are not given together.
+  /// Errc::invalid_argument when cert_file and key_file are not given together.
   Result<void> check() const;
 };
 

@@ -23,19 +23,20 @@
 
 namespace babelqueue {
 
+/// Opens a transport from its URL.
 using TransportFactory = std::function<Result<std::unique_ptr<Transport>>(const Url& url)>;
 
-// Makes scheme (e.g. "redis", "rediss") open with factory. Registering a
-// scheme again replaces its factory. Schemes are case-insensitive. Throws
-// Error (Errc::invalid_argument) for an empty scheme or an empty factory.
-// The factory runs outside the registry's lock, on the thread that calls
-// open_transport().
+/// Makes scheme (e.g. "redis", "rediss") open with factory. Registering a
+/// scheme again replaces its factory. Schemes are case-insensitive. Throws
+/// Error (Errc::invalid_argument) for an empty scheme or an empty factory.
+/// The factory runs outside the registry's lock, on the thread that calls
+/// open_transport().
 void register_transport(std::string scheme, TransportFactory factory);
 
-// The factory of a transport class T that has the usual pair
-// `static Result<Options> options_from_url(const Url&)` and
-// `static Result<std::unique_ptr<T>> open(Options)`: what each transport
-// library registers for its schemes.
+/// The factory of a transport class T that has the usual pair
+/// `static Result<Options> options_from_url(const Url&)` and
+/// `static Result<std::unique_ptr<T>> open(Options)`: what each transport
+/// library registers for its schemes.
 template <class T>
 TransportFactory url_factory() {
   return [](const Url& url) -> Result<std::unique_ptr<Transport>> {
@@ -47,12 +48,12 @@ TransportFactory url_factory() {
   };
 }
 
-// The schemes that can be opened, sorted.
+/// The schemes that can be opened, sorted.
 std::vector<std::string> registered_schemes();
 
-// Opens a transport. Errc::invalid_argument for a malformed URL,
-// Errc::unsupported for a scheme this program does not contain (the message
-// lists the schemes it does), else whatever the transport reports.
+/// Opens a transport. Errc::invalid_argument for a malformed URL,
+/// Errc::unsupported for a scheme this program does not contain (the message
+/// lists the schemes it does), else whatever the transport reports.
 Result<std::unique_ptr<Transport>> open_transport(std::string_view url);
 
 }  // namespace babelqueue

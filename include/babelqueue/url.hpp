@@ -33,28 +33,29 @@
 
 namespace babelqueue {
 
+/// A transport URL, split and percent-decoded (Url::parse).
 struct Url {
-  std::string scheme;    // lowercase, e.g. "redis"
-  std::string user;      // percent-decoded
-  std::string password;  // percent-decoded
-  std::string host;      // "" when absent; several "h1:p1,h2:p2" stay as written
-  std::optional<std::uint16_t> port;
-  std::string path;  // after the authority, without the leading '/', percent-decoded
-  std::map<std::string, std::string, std::less<>> query;  // percent-decoded
+  std::string scheme;                 ///< lowercase, e.g. "redis"
+  std::string user;                   ///< percent-decoded
+  std::string password;               ///< percent-decoded
+  std::string host;                   ///< "" when absent; several "h1:p1,h2:p2" stay as written
+  std::optional<std::uint16_t> port;  ///< empty when absent
+  std::string path;                   ///< after the authority, without the leading '/', percent-decoded
+  std::map<std::string, std::string, std::less<>> query;  ///< percent-decoded
 
-  // The text of a query parameter, or fallback.
+  /// The text of a query parameter, or fallback.
   std::string param(std::string_view key, std::string_view fallback = {}) const;
-  // A query parameter read as a boolean: 1/true/yes/on and 0/false/no/off.
+  /// A query parameter read as a boolean: 1/true/yes/on and 0/false/no/off.
   Result<bool> flag(std::string_view key, bool fallback) const;
-  // A query parameter read as a number.
+  /// A query parameter read as a number.
   Result<double> number(std::string_view key, double fallback) const;
 
-  // The URL with the password, and the values of query parameters whose names
-  // say they are secrets (password, secret, token, credential, signature,
-  // access_key, sas_key), replaced by "***", for logs and errors.
+  /// The URL with the password, and the values of query parameters whose names
+  /// say they are secrets (password, secret, token, credential, signature,
+  /// access_key, sas_key), replaced by "***", for logs and errors.
   std::string redacted() const;
 
-  // Errc::invalid_argument naming what is wrong.
+  /// Errc::invalid_argument naming what is wrong.
   static Result<Url> parse(std::string_view text);
 };
 

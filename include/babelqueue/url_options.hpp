@@ -56,24 +56,27 @@
 
 namespace babelqueue {
 
+/// Reads a URL's query parameters by their rules (this header's opening comment
+/// gives them): each read checks and converts one, and every parameter left
+/// unread is an error at finish(), so a misspelt one is never ignored.
 class UrlOptionReader {
  public:
-  // Older spellings of a key; giving one of them and the key at once is an error.
+  /// Older spellings of a key; giving one of them and the key at once is an error.
   using Aliases = std::initializer_list<std::string_view>;
 
-  explicit UrlOptionReader(const Url& url);
+  explicit UrlOptionReader(const Url& url);  ///< reads url's parameters
 
-  // Any text.
+  /// Any text.
   void text(std::string_view name, std::string& into, Aliases aliases = {});
-  // true/false, yes/no, on/off, 1/0 (any case).
+  /// true/false, yes/no, on/off, 1/0 (any case).
   void flag(std::string_view name, bool& into, Aliases aliases = {});
-  // A whole number from min to max (both must fit T).
+  /// A whole number from min to max (both must fit T).
   template <std::integral T>
   void integer(std::string_view name, T& into, std::int64_t min, std::int64_t max, Aliases aliases = {}) {
     if (const auto value = read_integer(name, min, max, aliases)) into = static_cast<T>(*value);
   }
-  // A duration under rule. A destination coarser than milliseconds (e.g.
-  // std::chrono::seconds) accepts only whole multiples of its unit.
+  /// A duration under rule. A destination coarser than milliseconds (e.g.
+  /// std::chrono::seconds) accepts only whole multiples of its unit.
   template <class Rep, class Period>
   void duration(std::string_view name, std::chrono::duration<Rep, Period>& into, DurationRule rule,
                 Aliases aliases = {}) {
@@ -83,10 +86,10 @@ class UrlOptionReader {
     }
     if (const auto value = read_duration(name, rule, aliases)) into = std::chrono::duration_cast<Destination>(*value);
   }
-  // A comma-separated list of durations, each under rule ("5s,30s,5m").
+  /// A comma-separated list of durations, each under rule ("5s,30s,5m").
   void durations(std::string_view name, std::vector<std::chrono::milliseconds>& into, const DurationRule& rule,
                  Aliases aliases = {});
-  // One of the named values: choice("synchronous", mode, {{"normal", Mode::normal}, {"full", Mode::full}}).
+  /// One of the named values: choice("synchronous", mode, {{"normal", Mode::normal}, {"full", Mode::full}}).
   template <class T>
   void choice(std::string_view name, T& into, std::initializer_list<std::pair<std::string_view, T>> choices,
               Aliases aliases = {}) {
@@ -95,25 +98,25 @@ class UrlOptionReader {
     for (const auto& entry : choices) names.push_back(entry.first);
     if (const auto index = read_choice(name, names, aliases)) into = (choices.begin() + *index)->second;
   }
-  // Every key that starts with prefix ("rdkafka.") and is longer, stored
-  // under the rest of its name ("rdkafka.linger.ms=5" -> into["linger.ms"]).
+  /// Every key that starts with prefix ("rdkafka.") and is longer, stored
+  /// under the rest of its name ("rdkafka.linger.ms=5" -> into["linger.ms"]).
   void prefixed(std::string_view prefix, std::map<std::string, std::string>& into);
-  // The TLS names of tls_options.hpp (with their older spellings) into tls.
-  // tls.enabled is the transport's to set beforehand; when it is false,
-  // tls_ca, tls_cert, tls_key and tls_server_name are refused, naming
-  // how_to_enable ("rediss://", "tls=true").
+  /// The TLS names of tls_options.hpp (with their older spellings) into tls.
+  /// tls.enabled is the transport's to set beforehand; when it is false,
+  /// tls_ca, tls_cert, tls_key and tls_server_name are refused, naming
+  /// how_to_enable ("rediss://", "tls=true").
   void tls(TlsOptions& into, std::string_view how_to_enable);
 
-  // Whether name (or one of its aliases) was given with a value; for rules
-  // between keys. Call after declaring it.
+  /// Whether name (or one of its aliases) was given with a value; for rules
+  /// between keys. Call after declaring it.
   bool given(std::string_view name) const;
 
-  // The first error of the declarations, or the first key nobody declared.
+  /// The first error of the declarations, or the first key nobody declared.
   Result<void> finish() const;
 
  private:
   struct Given {
-    std::string_view key;  // as written in the URL: the name or an alias
+    std::string_view key;  ///< as written in the URL: the name or an alias
     std::string_view value;
   };
 
@@ -127,11 +130,11 @@ class UrlOptionReader {
   void fail(std::string message);
 
   const Url& url_;
-  std::string prefix_;                        // "redis:// URL: "
-  std::vector<std::string> declared_;         // names and prefixes ("rdkafka.*"), for the known list
-  std::set<std::string, std::less<>> read_;   // query keys a declaration took
-  std::set<std::string, std::less<>> given_;  // declared names given with a value
-  std::optional<ErrorInfo> error_;            // the first one
+  std::string prefix_;                        ///< "redis:// URL: "
+  std::vector<std::string> declared_;         ///< names and prefixes ("rdkafka.*"), for the known list
+  std::set<std::string, std::less<>> read_;   ///< query keys a declaration took
+  std::set<std::string, std::less<>> given_;  ///< declared names given with a value
+  std::optional<ErrorInfo> error_;            ///< the first one
 };
 
 }  // namespace babelqueue

@@ -10,12 +10,12 @@
 
 namespace babelqueue {
 
-// A new lowercase UUIDv4, e.g. "7b3f9c2a-e41d-4f88-9b2a-1c0d5e6f7a8b".
-// Throws babelqueue::Error (Errc::internal) only if the kernel has no entropy
-// source at all.
+/// A new lowercase UUIDv4, e.g. "7b3f9c2a-e41d-4f88-9b2a-1c0d5e6f7a8b".
+/// Throws babelqueue::Error (Errc::internal) only if the kernel has no entropy
+/// source at all.
 std::string uuid_v4();
 
-// Writes a new UUIDv4 into out[0..36).
+/// Writes a new UUIDv4 into out[0..36).
 void uuid_v4(char (&out)[36]);
 
 }  // namespace babelqueue

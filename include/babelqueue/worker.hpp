@@ -48,22 +48,24 @@
 
 namespace babelqueue {
 
-// Counters of what a worker did, updated as it goes.
+/// Counters of what a worker did, updated as it goes.
 struct WorkerMetricsSnapshot {
-  std::uint64_t received = 0;       // deliveries taken from the transport
-  std::uint64_t succeeded = 0;      // handled and acked
-  std::uint64_t failed = 0;         // handler failures (including unknown URNs under "fail")
-  std::uint64_t retried = 0;        // republished with attempts+1
-  std::uint64_t dead_lettered = 0;  // published to a dead-letter queue (any reason)
-  std::uint64_t poison = 0;         // poison messages seen
-  std::uint64_t unknown_urn = 0;    // messages with no handler
-  std::uint64_t dropped = 0;        // acked without being handled or dead-lettered, by choice
-  std::uint64_t released = 0;       // handed back to the broker for redelivery
-  std::uint64_t settle_errors = 0;  // ack / release / publish calls that failed
+  std::uint64_t received = 0;       ///< deliveries taken from the transport
+  std::uint64_t succeeded = 0;      ///< handled and acked
+  std::uint64_t failed = 0;         ///< handler failures (including unknown URNs under "fail")
+  std::uint64_t retried = 0;        ///< republished with attempts+1
+  std::uint64_t dead_lettered = 0;  ///< published to a dead-letter queue (any reason)
+  std::uint64_t poison = 0;         ///< poison messages seen
+  std::uint64_t unknown_urn = 0;    ///< messages with no handler
+  std::uint64_t dropped = 0;        ///< acked without being handled or dead-lettered, by choice
+  std::uint64_t released = 0;       ///< handed back to the broker for redelivery
+  std::uint64_t settle_errors = 0;  ///< ack / release / publish calls that failed
 };
 
+/// The worker's counters, updated as it runs (atomics, read from any thread).
 class WorkerMetrics {
  public:
+  /// The counters now.
   WorkerMetricsSnapshot snapshot() const noexcept;
 
  private:
@@ -72,117 +74,125 @@ class WorkerMetrics {
       unknown_urn{0}, dropped{0}, released{0}, settle_errors{0};
 };
 
+/// Where and how Worker::publish() sends a message.
 struct PublishParams {
-  std::string queue;     // empty = the worker's default queue
-  std::string trace_id;  // continue this trace; empty = start one
-  Headers headers;       // out-of-band headers
-  std::chrono::milliseconds delay{0};
-  // Ordering / partitioning key (Kafka record key, SQS FIFO message group);
-  // honoured where Capabilities::ordering_key, ignored elsewhere.
+  std::string queue;                   ///< empty = the worker's default queue
+  std::string trace_id;                ///< continue this trace; empty = start one
+  Headers headers;                     ///< out-of-band headers
+  std::chrono::milliseconds delay{0};  ///< deliver no earlier than now + delay (where Capabilities::native_delay)
+  /// Ordering / partitioning key (Kafka record key, SQS FIFO message group);
+  /// honoured where Capabilities::ordering_key, ignored elsewhere.
   std::string ordering_key;
-  // Broker-side deduplication id (SQS FIFO MessageDeduplicationId); honoured
-  // where Capabilities::deduplication, ignored elsewhere.
+  /// Broker-side deduplication id (SQS FIFO MessageDeduplicationId); honoured
+  /// where Capabilities::deduplication, ignored elsewhere.
   std::string dedup_id;
 };
 
-// When run() returns by itself.
+/// When run() returns by itself.
 struct RunLimits {
-  // Stop after this many messages were received (0 = no limit).
+  /// Stop after this many messages were received (0 = no limit).
   std::size_t max_messages = 0;
-  // Stop once no message arrived for this long and none is in flight
-  // (zero = at the first empty poll).
+  /// Stop once no message arrived for this long and none is in flight
+  /// (zero = at the first empty poll).
   std::optional<std::chrono::milliseconds> idle_exit;
-  // With idle_exit: a retry or release this run sent back with a delay
-  // counts as work still to do until it is due, so a batch job meant to
-  // empty its queue does not end with its own retries left behind. False:
-  // idle as soon as the queue looks empty (drain() does that).
+  /// With idle_exit: a retry or release this run sent back with a delay
+  /// counts as work still to do until it is due, so a batch job meant to
+  /// empty its queue does not end with its own retries left behind. False:
+  /// idle as soon as the queue looks empty (drain() does that).
   bool idle_waits_for_own_delayed = true;
 };
 
+/// What run() did, and why it returned.
 struct RunSummary {
-  std::size_t processed = 0;  // deliveries settled (any outcome)
-  enum class Reason { stopped, idle, max_messages } reason = Reason::stopped;
+  std::size_t processed = 0;  ///< deliveries settled (any outcome)
+  /// stop() was called, RunLimits::idle_exit passed, or max_messages were received.
+  enum class Reason { stopped, idle, max_messages };
+  Reason reason = Reason::stopped;  ///< why run() returned
 };
 
+/// Consumes queues through a Transport and runs the handler of each message's
+/// URN, with the family's retries, dead-lettering and poison handling
+/// (docs/runtime.md); publishes envelopes too.
 class Worker {
  public:
-  // A handler fails by throwing or by returning an error Result, or decides
-  // its message's fate with a HandlerOutcome.
+  /// A handler fails by throwing or by returning an error Result, or decides
+  /// its message's fate with a HandlerOutcome.
   using Handler = MessageHandler;
 
-  // The worker borrows transport, which must outlive it. Options out of
-  // their range (WorkerOptions::check) throw Error(Errc::invalid_argument)
-  // naming the field.
+  /// The worker borrows transport, which must outlive it. Options out of
+  /// their range (WorkerOptions::check) throw Error(Errc::invalid_argument)
+  /// naming the field.
   explicit Worker(Transport& transport, WorkerOptions options = {});
-  // The worker owns transport.
+  /// The worker owns transport.
   explicit Worker(std::unique_ptr<Transport> transport, WorkerOptions options = {});
-  // Stops a run() in progress on another thread and waits until it has
-  // returned (in-flight handlers get the shutdown deadline), so destroying a
-  // running Worker is safe. A run() that has not started yet when the
-  // destructor runs is the caller's to prevent: join the thread that calls
-  // run(), or destroy the Worker only after it has started.
+  /// Stops a run() in progress on another thread and waits until it has
+  /// returned (in-flight handlers get the shutdown deadline), so destroying a
+  /// running Worker is safe. A run() that has not started yet when the
+  /// destructor runs is the caller's to prevent: join the thread that calls
+  /// run(), or destroy the Worker only after it has started.
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Routes messages whose URN is exactly urn to handler; a later
-  // registration for the same URN replaces the earlier one.
-  // handler(const Message&) returns void (done unless it throws),
-  // Result<void> (an error fails it: retried when the error is retriable,
-  // dead-lettered at once when not) or a HandlerOutcome (handler_outcome.hpp:
-  // ack, retry after a delay, dead-letter now, drop). Move-only callables
-  // are accepted. The Message and everything it refers to live only during
-  // the call: copy what must outlive it.
+  /// Routes messages whose URN is exactly urn to handler; a later
+  /// registration for the same URN replaces the earlier one.
+  /// handler(const Message&) returns void (done unless it throws),
+  /// Result<void> (an error fails it: retried when the error is retriable,
+  /// dead-lettered at once when not) or a HandlerOutcome (handler_outcome.hpp:
+  /// ack, retry after a delay, dead-letter now, drop). Move-only callables
+  /// are accepted. The Message and everything it refers to live only during
+  /// the call: copy what must outlive it.
   template <class F>
   void handle(std::string urn, F&& handler) {
     add_handler(std::move(urn), detail::make_handler(std::forward<F>(handler)));
   }
 
-  // The catch-all: handles every message whose URN has no handler of its own
-  // (routers, bridges, the CLI's `work`). The unknown-URN strategy applies
-  // only when there is neither. A later call replaces the earlier one.
+  /// The catch-all: handles every message whose URN has no handler of its own
+  /// (routers, bridges, the CLI's `work`). The unknown-URN strategy applies
+  /// only when there is neither. A later call replaces the earlier one.
   void handle_any(Handler handler);
 
-  // A typed handler: handler(const T&) or handler(const T&, const Message&),
-  // T read from data with T::from_value; it returns what an untyped handler
-  // may. A payload T::from_value rejects (throws) is an invalid payload:
-  // dead-lettered at once with its bytes, never retried.
+  /// A typed handler: handler(const T&) or handler(const T&, const Message&),
+  /// T read from data with T::from_value; it returns what an untyped handler
+  /// may. A payload T::from_value rejects (throws) is an invalid payload:
+  /// dead-lettered at once with its bytes, never retried.
   template <TypedMessage T, class F>
   void handle(F&& handler) {
     add_handler(std::string(T::urn), detail::make_typed_handler<T>(std::forward<F>(handler)));
   }
 
-  // Adds a middleware inside those of WorkerOptions::middleware and earlier
-  // use() calls (middleware.hpp gives the order). Before the first run() or
-  // publish(): afterwards it is an Errc::invalid_argument Error.
+  /// Adds a middleware inside those of WorkerOptions::middleware and earlier
+  /// use() calls (middleware.hpp gives the order). Before the first run() or
+  /// publish(): afterwards it is an Errc::invalid_argument Error.
   void use(std::shared_ptr<Middleware> middleware);
 
-  // Builds, encodes and publishes an envelope (through the publish side of
-  // the middleware); returns its meta.id.
+  /// Builds, encodes and publishes an envelope (through the publish side of
+  /// the middleware); returns its meta.id.
   Result<std::string> publish(std::string_view urn, const Value& data, const PublishParams& params = {});
+  /// The same for a typed message: its URN and to_value().
   template <TypedMessage T>
   Result<std::string> publish(const T& message, const PublishParams& params = {}) {
     return publish(T::urn, message.to_value(), params);
   }
 
-  // Consumes queues (empty = the default queue) until stop() or a limit.
-  // Fails only when the worker itself cannot go on (a non-retriable
-  // transport error such as refused credentials, or a second run()).
+  /// Consumes queues (empty = the default queue) until stop() or a limit.
+  /// Fails only when the worker itself cannot go on (a non-retriable
+  /// transport error such as refused credentials, or a second run()).
   Result<RunSummary> run(std::vector<std::string> queues = {}, RunLimits limits = {});
 
-  // Processes messages of queue until it is empty or max were handled
-  // (0 = no limit): for tests and one-shot jobs. Returns how many. A retry
-  // it sent back with a delay is not waited for (run() with idle_exit is).
+  /// Processes messages of queue until it is empty or max were handled
+  /// (0 = no limit): for tests and one-shot jobs. Returns how many. A retry
+  /// it sent back with a delay is not waited for (run() with idle_exit is).
   Result<std::size_t> drain(std::string_view queue = {}, std::size_t max = 0);
 
-  // Asks run() to stop: no new receives, buffered messages are released,
-  // in-flight handlers get the shutdown deadline. Returns at once; safe from
-  // any thread. A stop() before run() makes that run() return at once.
+  /// Asks run() to stop: no new receives, buffered messages are released,
+  /// in-flight handlers get the shutdown deadline. Returns at once; safe from
+  /// any thread. A stop() before run() makes that run() return at once.
   void stop() noexcept;
 
-  const WorkerMetrics& metrics() const noexcept;
-  const WorkerOptions& options() const noexcept;
-  Transport& transport() noexcept;
+  const WorkerMetrics& metrics() const noexcept;  ///< its counters
+  const WorkerOptions& options() const noexcept;  ///< the options it runs with
+  Transport& transport() noexcept;                ///< the transport it consumes and publishes through
 
  private:
   void add_handler(std::string urn, Handler handler);

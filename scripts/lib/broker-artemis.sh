@@ -32,7 +32,7 @@ bq_artemis_setup() {
   A_PIDFILE="$A_DIR/artemis.pid"
   A_INSTANCE="$A_DIR/instance"
   A_TLS="$A_DIR/tls"
-  A_HOME="$BQ_CACHE_BASE/artemis-$BQ_ARTEMIS_VERSION"
+  A_HOME="$bq_cache_base/artemis-$BQ_ARTEMIS_VERSION"
   A_DIST="$A_HOME/apache-artemis-$BQ_ARTEMIS_VERSION"
   A_TIMEOUT="${BQ_START_TIMEOUT:-120}"
 }
@@ -65,7 +65,7 @@ bq_artemis_install() {
   if [[ -z "$major" ]] || (( major < 17 )); then
     bq_die "Artemis $BQ_ARTEMIS_VERSION needs Java 17 or newer (found '${major:-none}')"
   fi
-  bq_lock "$BQ_CACHE_BASE/.artemis-$BQ_ARTEMIS_VERSION.lock" 8
+  bq_lock "$bq_cache_base/.artemis-$BQ_ARTEMIS_VERSION.lock" 8
   # The binary distribution is one tar.gz artifact; the exclusion keeps Maven
   # from copying the jars its POM lists (the tarball holds them all).
   bq_mvn_fetch "$A_HOME" "$A_DIR/install.log" "    <dependency>

@@ -30,11 +30,10 @@ bq_init_dirs() {
   fi
   state_base="${BQ_BROKER_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/babelqueue/brokers}"
   cache_base="${XDG_CACHE_HOME:-$HOME/.cache}/babelqueue"
-  BQ_STATE_BASE="$(bq_abs_path "$state_base")"
-  BQ_CACHE_BASE="$(bq_abs_path "$cache_base")"
+  bq_state_base="$(bq_abs_path "$state_base")"
+  bq_cache_base="$(bq_abs_path "$cache_base")"
   BQ_START_TIMEOUT="${BQ_START_TIMEOUT:-}"
   BQ_STOP_TIMEOUT="${BQ_STOP_TIMEOUT:-60}"
-  export BQ_STATE_BASE BQ_CACHE_BASE
 }
 
 # bq_port_default VARNAME DEFAULT: a broker's port keeps the value the
@@ -50,7 +49,7 @@ bq_port_default() {
 
 # State directory of one broker (created on demand, physical path).
 bq_state_dir() {
-  local dir="$BQ_STATE_BASE/$1"
+  local dir="$bq_state_base/$1"
   mkdir -p "$dir"
   (cd "$dir" && pwd -P)
 }

@@ -16,7 +16,7 @@ bq_kafka_setup() {
   K_DIR="$(bq_state_dir kafka)"
   K_LOG="$K_DIR/kafka.log"
   K_PIDFILE="$K_DIR/kafka.pid"
-  K_HOME="$BQ_CACHE_BASE/kafka-$BQ_KAFKA_VERSION"
+  K_HOME="$bq_cache_base/kafka-$BQ_KAFKA_VERSION"
   K_TIMEOUT="${BQ_START_TIMEOUT:-120}"
 }
 
@@ -35,7 +35,7 @@ bq_kafka_install() {
   if [[ -z "$major" ]] || (( major < 17 )); then
     bq_die "Kafka $BQ_KAFKA_VERSION needs Java 17 or newer (found '${major:-none}')"
   fi
-  bq_lock "$BQ_CACHE_BASE/.kafka-$BQ_KAFKA_VERSION.lock" 8
+  bq_lock "$bq_cache_base/.kafka-$BQ_KAFKA_VERSION.lock" 8
   bq_mvn_fetch "$K_HOME" "$K_DIR/install.log" "    <dependency>
       <groupId>org.apache.kafka</groupId>
       <artifactId>kafka_2.13</artifactId>

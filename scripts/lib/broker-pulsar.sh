@@ -39,7 +39,7 @@ bq_pulsar_setup() {
   P_PIDFILE="$P_DIR/pulsar.pid"
   P_TLS="$P_DIR/tls"
   P_AUTH="$P_DIR/auth"
-  P_HOME="$BQ_CACHE_BASE/pulsar-$BQ_PULSAR_VERSION"
+  P_HOME="$bq_cache_base/pulsar-$BQ_PULSAR_VERSION"
   # 10 s on an idle machine, up to about 65 s while builds keep both cores busy.
   P_TIMEOUT="${BQ_START_TIMEOUT:-180}"
 }
@@ -68,7 +68,7 @@ bq_pulsar_install() {
   if [[ -z "$major" ]] || (( major < 17 )); then
     bq_die "Pulsar $BQ_PULSAR_VERSION needs Java 17 or newer (found '${major:-none}')"
   fi
-  bq_lock "$BQ_CACHE_BASE/.pulsar-$BQ_PULSAR_VERSION.lock" 8
+  bq_lock "$bq_cache_base/.pulsar-$BQ_PULSAR_VERSION.lock" 8
   # Maven Central has no server distribution: the broker and websocket
   # modules (the standalone starter needs both) with their runtime
   # dependencies, versions fixed by Pulsar's parent POM imported as a BOM,

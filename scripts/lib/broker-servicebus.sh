@@ -28,7 +28,7 @@ bq_servicebus_setup() {
   [[ "$BQ_SERVICEBUS_PROTON_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
     bq_die "BQ_SERVICEBUS_PROTON_VERSION must look like 0.40.0 (got '$BQ_SERVICEBUS_PROTON_VERSION')"
   SB_SERVER="$(cd "$BQ_SCRIPT_DIR/../tests/servicebus/server" && pwd -P)"
-  SB_HOME="$BQ_CACHE_BASE/servicebus-server-proton-$BQ_SERVICEBUS_PROTON_VERSION"
+  SB_HOME="$bq_cache_base/servicebus-server-proton-$BQ_SERVICEBUS_PROTON_VERSION"
   SB_PYTHON="$SB_HOME/venv/bin/python"
   SB_DIR="$(bq_state_dir servicebus)"
   SB_LOG="$SB_DIR/servicebus.log"
@@ -53,7 +53,7 @@ bq_servicebus_ports() { printf '%s\n' "$BQ_SERVICEBUS_PORT"; }
 
 bq_servicebus_install() {
   [[ -x "$SB_PYTHON" && -f "$SB_HOME/.complete" ]] && return 0
-  bq_lock "$BQ_CACHE_BASE/.servicebus-server.lock" 8
+  bq_lock "$bq_cache_base/.servicebus-server.lock" 8
   if [[ ! -f "$SB_HOME/.complete" ]]; then
     local py
     py="$(command -v python3 || true)"

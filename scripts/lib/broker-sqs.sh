@@ -13,8 +13,8 @@ bq_sqs_setup() {
   bq_validate_port BQ_SQS_PORT "$BQ_SQS_PORT"
   [[ "$BQ_SQS_REGION" =~ ^[a-z0-9-]+$ ]] || bq_die "BQ_SQS_REGION looks wrong: '$BQ_SQS_REGION'"
   case "$BQ_SQS_IMPL" in
-    elasticmq) S_HOME="$BQ_CACHE_BASE/elasticmq-$BQ_ELASTICMQ_VERSION" ;;
-    moto) S_HOME="$BQ_CACHE_BASE/moto-$BQ_MOTO_VERSION" ;;
+    elasticmq) S_HOME="$bq_cache_base/elasticmq-$BQ_ELASTICMQ_VERSION" ;;
+    moto) S_HOME="$bq_cache_base/moto-$BQ_MOTO_VERSION" ;;
     *) bq_die "BQ_SQS_IMPL must be elasticmq or moto (got '$BQ_SQS_IMPL')" ;;
   esac
   S_DIR="$(bq_state_dir sqs)"
@@ -35,7 +35,7 @@ bq_sqs_ports() { printf '%s\n' "$BQ_SQS_PORT"; }
 
 bq_sqs_install() {
   bq_ensure_curl "$S_DIR/install.log"
-  bq_lock "$BQ_CACHE_BASE/.sqs-$BQ_SQS_IMPL.lock" 8
+  bq_lock "$bq_cache_base/.sqs-$BQ_SQS_IMPL.lock" 8
   if [[ "$BQ_SQS_IMPL" == elasticmq ]]; then
     bq_ensure_java_maven "$S_DIR/install.log"
     local major

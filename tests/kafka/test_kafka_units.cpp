@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // babelqueue::kafka without a broker: the URL, the header projection, the
 // schema-version gate, the bq-attempts header and the commit bookkeeping.
+#include "conformance_suite.hpp"
 #include "kafka_record.hpp"
 #include "partition_progress.hpp"
 #include "transport_access.hpp"
@@ -173,6 +174,7 @@ TEST(KafkaTransport, RegistersItsScheme) {
 }
 
 TEST(KafkaRecord, ProjectsTheSixHeadersAndTheTimestamp) {
+  BQ_SKIP_WITHOUT_CONFORMANCE_SUITE();
   const auto projection = bq::kafka::detail::project(fixture("order-created.json"));
   ASSERT_EQ(projection.headers.size(), 6U);
   EXPECT_EQ(projection.headers[0], (std::pair<std::string, std::string>{"bq-job", "urn:babel:orders:created"}));

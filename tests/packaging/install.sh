@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Installs the build tree into PREFIX by way of another directory, then moves
-# it there: the package must be relocatable. The packaging and docs-sample
-# tests build against PREFIX (the CTest fixture packaging_prefix).
+# it there: the CMake package must be relocatable. The docs-sample test builds
+# against PREFIX (the CTest fixture packaging_prefix) with find_package. (The
+# pkg-config files name the prefix installed to: packaging_test.sh checks them.)
 #
 #   tests/packaging/install.sh BUILD_DIR PREFIX
 set -euo pipefail

@@ -3,6 +3,7 @@
 // comes back (every projected property, the key, redeliveryCount, delays,
 // messages published before the first consumer), TLS, and the errors of bad
 // settings, each within the connect timeout.
+#include "conformance_suite.hpp"
 #include "pulsar_client.hpp"
 #include "pulsar_test_env.hpp"
 
@@ -73,6 +74,7 @@ std::map<std::string, std::string> as_map(const pd::Properties& properties) {
 }  // namespace
 
 TEST(PulsarIntegration, EveryProjectedPropertyTheKeyAndHeadersAreReadBackFromTheBroker) {
+  BQ_SKIP_WITHOUT_CONFORMANCE_SUITE();
   auto transport = open();
   ASSERT_TRUE(transport);
   const std::string queue = bq::testing::unique_queue("projection");
@@ -102,6 +104,7 @@ TEST(PulsarIntegration, EveryProjectedPropertyTheKeyAndHeadersAreReadBackFromThe
 }
 
 TEST(PulsarIntegration, AMessagePublishedBeforeAnyConsumerExistsIsReceived) {
+  BQ_SKIP_WITHOUT_CONFORMANCE_SUITE();
   // The subscription is created at the earliest position by the first
   // receive, after the publish.
   auto producer = open();
@@ -118,6 +121,7 @@ TEST(PulsarIntegration, AMessagePublishedBeforeAnyConsumerExistsIsReceived) {
 }
 
 TEST(PulsarIntegration, ReleaseRaisesTheRedeliveryCount) {
+  BQ_SKIP_WITHOUT_CONFORMANCE_SUITE();
   auto transport = open();
   ASSERT_TRUE(transport);
   const std::string queue = bq::testing::unique_queue("redelivery");
@@ -144,6 +148,7 @@ TEST(PulsarIntegration, ReleaseRaisesTheRedeliveryCount) {
 }
 
 TEST(PulsarIntegration, ADelayedMessageArrivesNoEarlierThanItsDelay) {
+  BQ_SKIP_WITHOUT_CONFORMANCE_SUITE();
   auto transport = open();
   ASSERT_TRUE(transport);
   const std::string queue = bq::testing::unique_queue("delay");
@@ -162,6 +167,7 @@ TEST(PulsarIntegration, ADelayedMessageArrivesNoEarlierThanItsDelay) {
 }
 
 TEST(PulsarIntegration, TheSchemaVersionGateRejectsBeforeDecoding) {
+  BQ_SKIP_WITHOUT_CONFORMANCE_SUITE();
   auto transport = open();
   ASSERT_TRUE(transport);
   const std::string queue = bq::testing::unique_queue("gate");
@@ -185,6 +191,7 @@ TEST(PulsarIntegration, TheSchemaVersionGateRejectsBeforeDecoding) {
 }
 
 TEST(PulsarIntegration, TlsVerifiesTheBrokerAndRefusesAWrongName) {
+  BQ_SKIP_WITHOUT_CONFORMANCE_SUITE();
   auto info = bq::testing::broker_info("pulsar");
   const std::string ca = info.at("tls_ca");
   bq::pulsar::register_transport();
@@ -241,6 +248,7 @@ TEST(PulsarIntegration, BadSettingsAreClearErrorsWithinTheConnectTimeout) {
 }
 
 TEST(PulsarIntegration, ABatchPublishSharesEntriesAndEachMessageKeepsItsPropertiesAndKey) {
+  BQ_SKIP_WITHOUT_CONFORMANCE_SUITE();
   auto transport = open();
   ASSERT_TRUE(transport);
   const std::string queue = bq::testing::unique_queue("batch");
@@ -265,6 +273,7 @@ TEST(PulsarIntegration, ABatchPublishSharesEntriesAndEachMessageKeepsItsProperti
 }
 
 TEST(PulsarIntegration, ReleasingOneMessageOfABatchRedeliversOnlyThatOne) {
+  BQ_SKIP_WITHOUT_CONFORMANCE_SUITE();
   auto transport = open();
   ASSERT_TRUE(transport);
   const std::string queue = bq::testing::unique_queue("batch-release");

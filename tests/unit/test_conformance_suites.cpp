@@ -2,6 +2,7 @@
 // Runs the official conformance suite and the project's own fixture suite
 // through the same runner the CLI uses.
 #include "conformance.hpp"
+#include "conformance_suite.hpp"
 
 #include <gtest/gtest.h>
 
@@ -21,7 +22,10 @@ void run_suite(const std::filesystem::path& dir) {
   EXPECT_NE(out.str().find("PASS cases/"), std::string::npos) << out.str();
 }
 
-TEST(Conformance, OfficialSuite) { run_suite(BQ_CONFORMANCE_DIR); }
+TEST(Conformance, OfficialSuite) {
+  BQ_SKIP_WITHOUT_CONFORMANCE_SUITE();
+  run_suite(BQ_CONFORMANCE_DIR);
+}
 TEST(Conformance, OwnFixtures) { run_suite(BQ_TEST_FIXTURES_DIR); }
 
 }  // namespace

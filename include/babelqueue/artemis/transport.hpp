@@ -64,45 +64,52 @@
 #include <string>
 #include <vector>
 
+/// The Apache ActiveMQ Artemis transport (library babelqueue::artemis).
 namespace babelqueue::artemis {
 
+/// The Apache ActiveMQ Artemis transport: artemis:// and artemis+ssl://, AMQP
+/// 1.0 (this header's opening comment gives the URL and the binding).
 class Transport final : public babelqueue::Transport {
  public:
+  /// The connection and its behaviour; the URL parameters of the same names set them.
   struct Options {
-    std::string host = "127.0.0.1";
-    std::uint16_t port = 5672;
-    std::string user;  // empty: SASL ANONYMOUS
-    std::string password;
-    TlsOptions tls;
-    // Messages the broker may push ahead of receive() per queue.
+    std::string host = "127.0.0.1";  ///< the broker's host
+    std::uint16_t port = 5672;       ///< its AMQP port
+    std::string user;                ///< empty: SASL ANONYMOUS
+    std::string password;            ///< never logged
+    TlsOptions tls;                  ///< enabled: artemis+ssl://
+    /// Messages the broker may push ahead of receive() per queue.
     std::uint32_t credit = 1000;
-    std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
-    std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};
-    std::chrono::milliseconds idle_timeout{std::chrono::seconds(30)};
+    std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};  ///< opening the connection
+    std::chrono::milliseconds publish_timeout{
+        std::chrono::seconds(30)};                                     ///< waiting for the broker to accept a publish
+    std::chrono::milliseconds idle_timeout{std::chrono::seconds(30)};  ///< the AMQP heartbeat
+    /// The pause before reconnect attempt n is reconnect.delay_for(n).
     BackoffPolicy reconnect{std::chrono::milliseconds(200), 2.0, std::chrono::seconds(10), 0.2};
-    std::string container_id;
-    // Connection lost and back, and close() giving up; an empty function
-    // silences it.
+    std::string container_id;  ///< the AMQP container id; empty: a random one
+    /// Connection lost and back, and close() giving up; an empty function
+    /// silences it.
     LogSink log = stderr_log_sink();
   };
 
-  // Connects (SASL, TLS) and waits until the broker opens the connection, at
-  // most connect_timeout: a refused password is Errc::auth, an unreachable
-  // broker Errc::connection or Errc::timeout, a certificate that does not
-  // match Errc::auth, each naming the endpoint.
+  /// Connects (SASL, TLS) and waits until the broker opens the connection, at
+  /// most connect_timeout: a refused password is Errc::auth, an unreachable
+  /// broker Errc::connection or Errc::timeout, a certificate that does not
+  /// match Errc::auth, each naming the endpoint.
   static Result<std::unique_ptr<Transport>> open(Options options);
 
-  // Options from an artemis:// or artemis+ssl:// URL (see the top of this file).
+  /// Options from an artemis:// or artemis+ssl:// URL (see the top of this file).
   static Result<Options> options_from_url(const Url& url);
 
-  ~Transport() override;
+  ~Transport() override;  ///< closes it
 
+  /// The options it was opened with.
   const Options& options() const noexcept;
 
   Capabilities capabilities() const override;
   Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override;
-  // All messages go out at once, as many in flight as the broker's credit
-  // allows; done when the broker has accepted each one.
+  /// All messages go out at once, as many in flight as the broker's credit
+  /// allows; done when the broker has accepted each one.
   Result<void> publish_batch(std::span<const OutgoingMessage> messages) override;
   Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
                                         std::chrono::milliseconds wait) override;
@@ -116,11 +123,11 @@ class Transport final : public babelqueue::Transport {
   std::unique_ptr<State> state_;
 };
 
-// Registers the artemis:// and artemis+ssl:// schemes with open_transport().
-// Call it once, from any thread; calling it again is harmless.
+/// Registers the artemis:// and artemis+ssl:// schemes with open_transport().
+/// Call it once, from any thread; calling it again is harmless.
 void register_transport();
 
-// The options by their short name: babelqueue::artemis::Options.
+/// The options by their short name: babelqueue::artemis::Options.
 using Options = Transport::Options;
 
 }  // namespace babelqueue::artemis

@@ -41,20 +41,24 @@
 
 namespace babelqueue::idempotency {
 
+/// How the idempotency middleware claims and logs.
 struct Options {
-  // Claim each id while its handler runs (above). Off: the family's plain
-  // post-success seen-set, where two concurrent deliveries both run.
+  /// Claim each id while its handler runs (above). Off: the family's plain
+  /// post-success seen-set, where two concurrent deliveries both run.
   bool claim = true;
-  // How long a claim lasts without renewal: how long a crashed holder's
-  // messages wait before another worker takes them over.
+  /// How long a claim lasts without renewal: how long a crashed holder's
+  /// messages wait before another worker takes them over.
   std::chrono::milliseconds claim_lease{std::chrono::seconds(30)};
-  // Where lost claims and store errors after a success are logged.
+  /// Where lost claims and store errors after a success are logged.
   LogSink log = stderr_log_sink();
 };
 
+/// The idempotency middleware (this header's opening comment gives the
+/// contract): a message whose meta.id was handled already is acked without
+/// running its handler.
 class Middleware final : public babelqueue::Middleware {
  public:
-  // Errc::invalid_argument Error for a null store or a claim_lease under 3 ms.
+  /// Errc::invalid_argument Error for a null store or a claim_lease under 3 ms.
   explicit Middleware(std::shared_ptr<Store> store, Options options = {});
   ~Middleware() override;
   Middleware(const Middleware&) = delete;
@@ -62,7 +66,7 @@ class Middleware final : public babelqueue::Middleware {
 
   Result<void> handle(const Message& message, const MessageHandler& next) override;
 
-  Store& store() noexcept;
+  Store& store() noexcept;  ///< the store it keeps the ids in
 
  private:
   class Renewer;
@@ -72,7 +76,7 @@ class Middleware final : public babelqueue::Middleware {
 };
 
 namespace detail {
-// handler(args...) as a Result<void>, whether it returns void or a Result.
+/// handler(args...) as a Result<void>, whether it returns void or a Result.
 template <class F, class... Args>
 Result<void> call_as_result(F& handler, const Args&... args) {
   if constexpr (std::is_void_v<std::invoke_result_t<F&, const Args&...>>) {
@@ -84,12 +88,12 @@ Result<void> call_as_result(F& handler, const Args&... args) {
 }
 }  // namespace detail
 
-// The same guard around one handler, for code that does not go through a
-// Worker's middleware or guards only some URNs: handler(const Message&) or
-// a typed handler(const T&, const Message&), returning void or Result<void>.
-// The result takes the same arguments and returns Result<void>.
-//
-//   worker.handle<OrderCreated>(babelqueue::idempotency::idempotent(store, charge_order));
+/// The same guard around one handler, for code that does not go through a
+/// Worker's middleware or guards only some URNs: handler(const Message&) or
+/// a typed handler(const T&, const Message&), returning void or Result<void>.
+/// The result takes the same arguments and returns Result<void>.
+///
+///   worker.handle<OrderCreated>(babelqueue::idempotency::idempotent(store, charge_order));
 template <class F>
 auto idempotent(std::shared_ptr<Store> store, F handler, Options options = {}) {
   auto guard = std::make_shared<Middleware>(std::move(store), std::move(options));

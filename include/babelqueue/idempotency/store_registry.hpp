@@ -22,17 +22,18 @@
 
 namespace babelqueue::idempotency {
 
+/// Opens a store from its URL.
 using StoreFactory = std::function<Result<std::unique_ptr<Store>>(const Url& url)>;
 
-// Registers factory for scheme; a later registration replaces it. Thread-safe.
+/// Registers factory for scheme; a later registration replaces it. Thread-safe.
 void register_store_scheme(std::string scheme, StoreFactory factory);
 
-// Opens the store url names. Errc::invalid_argument for a URL that does not
-// parse or whose scheme no library registered (the message lists those
-// that are), or the factory's error.
+/// Opens the store url names. Errc::invalid_argument for a URL that does not
+/// parse or whose scheme no library registered (the message lists those
+/// that are), or the factory's error.
 Result<std::unique_ptr<Store>> open_store(std::string_view url);
 
-// The schemes registered, sorted.
+/// The schemes registered, sorted.
 std::vector<std::string> store_schemes();
 
 }  // namespace babelqueue::idempotency

@@ -58,76 +58,82 @@
 #include <string>
 #include <vector>
 
+/// The Apache Kafka transport (library babelqueue::kafka).
 namespace babelqueue::kafka {
 
 namespace detail {
 struct TransportAccess;
 }
 
+/// The Apache Kafka transport: kafka:// through librdkafka (this header's
+/// opening comment gives the URL, the binding and the retry tiers).
 class Transport final : public babelqueue::Transport {
  public:
+  /// The clients and their behaviour; the URL parameters of the same names set them.
   struct Options {
-    // Comma-separated host:port list (librdkafka bootstrap.servers).
+    /// Comma-separated host:port list (librdkafka bootstrap.servers).
     std::string bootstrap_servers = "localhost:9092";
-    std::string group = "babelqueue";
-    // Topics this transport creates when missing (queue, retry and DLQ topics).
+    std::string group = "babelqueue";  ///< the consumer group
+    /// Topics this transport creates when missing (queue, retry and DLQ topics).
     bool create_topics = true;
-    int partitions = 1;
-    int replication_factor = 1;
-    // Ascending retry tiers; empty: delayed publish and release are refused.
+    int partitions = 1;          ///< partitions of a topic it creates
+    int replication_factor = 1;  ///< replication factor of a topic it creates
+    /// Ascending retry tiers; empty: delayed publish and release are refused.
     std::vector<std::chrono::milliseconds> retry_tiers;
+    /// The retry topics' names: {topic}, {n} (the 1-based tier) and {delay_ms}.
     std::string retry_topic_pattern = "{topic}.retry.{n}";
-    std::chrono::milliseconds session_timeout{std::chrono::seconds(10)};
-    std::chrono::milliseconds commit_interval{100};
-    std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};
-    // librdkafka properties, applied after the SDK's defaults.
-    std::map<std::string, std::string> client_properties;    // both clients
-    std::map<std::string, std::string> producer_properties;  // the producer only
-    std::map<std::string, std::string> consumer_properties;  // the consumer only
-    // Where librdkafka's own log lines and client errors (a broker down, a
-    // failed SASL handshake) go, instead of librdkafka's print to stderr.
-    // Called from librdkafka's threads: it must be thread-safe.
+    std::chrono::milliseconds session_timeout{std::chrono::seconds(10)};  ///< the consumer group's session timeout
+    std::chrono::milliseconds commit_interval{100};                       ///< how often finished offsets are committed
+    std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};  ///< longest wait for a delivery report
+    /// librdkafka properties, applied after the SDK's defaults.
+    std::map<std::string, std::string> client_properties;    ///< both clients
+    std::map<std::string, std::string> producer_properties;  ///< the producer only
+    std::map<std::string, std::string> consumer_properties;  ///< the consumer only
+    /// Where librdkafka's own log lines and client errors (a broker down, a
+    /// failed SASL handshake) go, instead of librdkafka's print to stderr.
+    /// Called from librdkafka's threads: it must be thread-safe.
     LogSink log = stderr_log_sink();
   };
 
-  // Connects the producer (the consumer joins its group on the first receive()).
-  // Errc::invalid_argument for bad options or a librdkafka property it refuses.
+  /// Connects the producer (the consumer joins its group on the first receive()).
+  /// Errc::invalid_argument for bad options or a librdkafka property it refuses.
   static Result<std::unique_ptr<Transport>> open(Options options);
 
-  // Options from a kafka:// URL (see the top of this file).
+  /// Options from a kafka:// URL (see the top of this file).
   static Result<Options> options_from_url(const Url& url);
 
-  ~Transport() override;
+  ~Transport() override;  ///< closes it
 
+  /// The options it was opened with.
   const Options& options() const noexcept;
 
   Capabilities capabilities() const override;
   Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override;
-  // Produces every record, then waits for all delivery reports.
+  /// Produces every record, then waits for all delivery reports.
   Result<void> publish_batch(std::span<const OutgoingMessage> messages) override;
   Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
                                         std::chrono::milliseconds wait) override;
   Result<void> ack(const Delivery& delivery) override;
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
-  // For the consumer group: ready = the group's lag on the queue's topic minus
-  // reserved; reserved = received by this transport and not settled (other
-  // processes' are counted as ready); delayed = the lag on its retry topics.
+  /// For the consumer group: ready = the group's lag on the queue's topic minus
+  /// reserved; reserved = received by this transport and not settled (other
+  /// processes' are counted as ready); delayed = the lag on its retry topics.
   Result<QueueStats> stats(std::string_view queue) override;
-  // Commits what is done, leaves the group, closes both clients.
+  /// Commits what is done, leaves the group, closes both clients.
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
  private:
-  friend struct detail::TransportAccess;  // the tests' and benchmarks' view, not public API
+  friend struct detail::TransportAccess;  ///< the tests' and benchmarks' view, not public API
   class State;
   explicit Transport(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
 
-// Registers the kafka:// scheme with open_transport(). Call it once, from any
-// thread, before opening kafka:// URLs; calling it again is harmless.
+/// Registers the kafka:// scheme with open_transport(). Call it once, from any
+/// thread, before opening kafka:// URLs; calling it again is harmless.
 void register_transport();
 
-// The options by their short name: babelqueue::kafka::Options.
+/// The options by their short name: babelqueue::kafka::Options.
 using Options = Transport::Options;
 
 }  // namespace babelqueue::kafka

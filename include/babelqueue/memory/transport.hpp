@@ -36,29 +36,35 @@
 #include <string>
 #include <string_view>
 
+/// The in-process transport (part of babelqueue::core).
 namespace babelqueue::memory {
 
 class Broker;
 
+/// The in-process transport: memory://NAME (this header's opening comment
+/// gives the semantics).
 class Transport final : public babelqueue::Transport {
  public:
+  /// Its one setting.
   struct Options {
-    // A received message not settled within this time is delivered again,
-    // like a broker's visibility timeout. Zero disables it (and with it
-    // Capabilities::redelivers_unsettled).
+    /// A received message not settled within this time is delivered again,
+    /// like a broker's visibility timeout. Zero disables it (and with it
+    /// Capabilities::redelivers_unsettled).
     std::chrono::milliseconds visibility_timeout{0};
   };
 
-  // A transport on a broker of its own.
+  /// A transport on a broker of its own.
+  ///@{
   Transport();
   explicit Transport(Options options);
-  // A transport on a shared broker. Throws Error (Errc::invalid_argument)
-  // when broker is null.
+  ///@}
+  /// A transport on a shared broker. Throws Error (Errc::invalid_argument)
+  /// when broker is null.
   Transport(std::shared_ptr<Broker> broker, Options options);
   ~Transport() override;
 
-  // The process-wide broker called name (created on first use, never
-  // destroyed before the process exits).
+  /// The process-wide broker called name (created on first use, never
+  /// destroyed before the process exits).
   static std::shared_ptr<Broker> shared_broker(std::string_view name);
 
   Capabilities capabilities() const override;
@@ -69,9 +75,9 @@ class Transport final : public babelqueue::Transport {
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
   Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override;
   Result<QueueStats> stats(std::string_view queue) override;
-  // Wakes this transport's blocked receive() calls (they answer
-  // Errc::closed); every later call answers Errc::closed. The broker and its
-  // messages, reserved ones included, stay.
+  /// Wakes this transport's blocked receive() calls (they answer
+  /// Errc::closed); every later call answers Errc::closed. The broker and its
+  /// messages, reserved ones included, stay.
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
  private:
@@ -80,7 +86,7 @@ class Transport final : public babelqueue::Transport {
   std::atomic<bool> closed_{false};
 };
 
-// The options by their short name: babelqueue::memory::Options.
+/// The options by their short name: babelqueue::memory::Options.
 using Options = Transport::Options;
 
 }  // namespace babelqueue::memory

@@ -60,47 +60,53 @@
 #include <string>
 #include <vector>
 
+/// The Apache Pulsar transport (library babelqueue::pulsar).
 namespace babelqueue::pulsar {
 
+/// The Pulsar transport: pulsar:// and pulsar+ssl:// over Pulsar's binary
+/// protocol (this header's opening comment gives the URL and the binding).
 class Transport final : public babelqueue::Transport {
  public:
+  /// The connection and its behaviour; the URL parameters of the same names set them.
   struct Options {
-    std::string host = "127.0.0.1";
-    std::uint16_t port = 6650;
-    TlsOptions tls;  // enabled: pulsar+ssl://
-    std::string token;
-    std::string tenant = "public";
-    std::string ns = "default";  // the namespace
-    std::string subscription = "babelqueue";
-    std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
-    std::chrono::milliseconds operation_timeout{std::chrono::seconds(30)};
-    std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};
-    std::chrono::milliseconds keepalive{std::chrono::seconds(30)};
-    std::uint32_t receiver_queue = 1000;
+    std::string host = "127.0.0.1";           ///< the broker's host
+    std::uint16_t port = 6650;                ///< its binary-protocol port
+    TlsOptions tls;                           ///< enabled: pulsar+ssl://
+    std::string token;                        ///< token authentication; empty: none. Never logged
+    std::string tenant = "public";            ///< the tenant of the topics
+    std::string ns = "default";               ///< the namespace of the topics
+    std::string subscription = "babelqueue";  ///< the Shared subscription consumers use
+    std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};    ///< TCP, TLS and CONNECT
+    std::chrono::milliseconds operation_timeout{std::chrono::seconds(30)};  ///< lookups, producers, subscriptions
+    std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};    ///< waiting for the broker's receipts
+    std::chrono::milliseconds keepalive{std::chrono::seconds(30)};          ///< PING after this much silence
+    std::uint32_t receiver_queue = 1000;  ///< messages the broker may push ahead per queue
+    /// The pause before reconnect attempt n is reconnect.delay_for(n).
     BackoffPolicy reconnect{std::chrono::milliseconds(100), 2.0, std::chrono::seconds(10), 0.2};
-    // Lost connections and their return; an empty function silences them.
+    /// Lost connections and their return; an empty function silences them.
     LogSink log = stderr_log_sink();
   };
 
-  // Connects (TCP, TLS, CONNECT) and waits for CONNECTED, at most
-  // connect_timeout: a refused token or a certificate that does not verify
-  // is Errc::auth, an unreachable broker Errc::connection or Errc::timeout,
-  // each naming the endpoint.
+  /// Connects (TCP, TLS, CONNECT) and waits for CONNECTED, at most
+  /// connect_timeout: a refused token or a certificate that does not verify
+  /// is Errc::auth, an unreachable broker Errc::connection or Errc::timeout,
+  /// each naming the endpoint.
   static Result<std::unique_ptr<Transport>> open(Options options);
 
-  // Options from a pulsar:// or pulsar+ssl:// URL (see the top of this file).
+  /// Options from a pulsar:// or pulsar+ssl:// URL (see the top of this file).
   static Result<Options> options_from_url(const Url& url);
 
-  ~Transport() override;
+  ~Transport() override;  ///< closes it
 
+  /// The options it was opened with.
   const Options& options() const noexcept;
 
-  // The topic of a queue: persistent://<tenant>/<namespace>/<queue>, escaped.
+  /// The topic of a queue: `persistent://TENANT/NAMESPACE/QUEUE`, escaped.
   std::string topic(std::string_view queue) const;
 
   Capabilities capabilities() const override;
   Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override;
-  // Every message goes out before the first receipt is awaited.
+  /// Every message goes out before the first receipt is awaited.
   Result<void> publish_batch(std::span<const OutgoingMessage> messages) override;
   Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
                                         std::chrono::milliseconds wait) override;
@@ -114,11 +120,11 @@ class Transport final : public babelqueue::Transport {
   std::unique_ptr<State> state_;
 };
 
-// Registers the pulsar:// and pulsar+ssl:// schemes with open_transport().
-// Call it once, from any thread; calling it again is harmless.
+/// Registers the pulsar:// and pulsar+ssl:// schemes with open_transport().
+/// Call it once, from any thread; calling it again is harmless.
 void register_transport();
 
-// The options by their short name: babelqueue::pulsar::Options.
+/// The options by their short name: babelqueue::pulsar::Options.
 using Options = Transport::Options;
 
 }  // namespace babelqueue::pulsar

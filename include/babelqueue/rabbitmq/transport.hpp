@@ -72,65 +72,71 @@
 #include <memory>
 #include <string>
 
+/// The RabbitMQ transport (library babelqueue::rabbitmq).
 namespace babelqueue::rabbitmq {
 
+/// The RabbitMQ transport: amqp:// and amqps:// (this header's opening comment
+/// gives the URL, the binding and the guarantees).
 class Transport final : public babelqueue::Transport {
  public:
+  /// The type of the queues it declares.
   enum class QueueType { classic, quorum };
 
+  /// The connection and its behaviour; the URL parameters of the same names set them.
   struct Options {
-    std::string host = "127.0.0.1";
-    std::uint16_t port = 5672;
-    std::string user = "guest";
-    std::string password = "guest";
-    std::string vhost = "/";
-    // tls.enabled is amqps://. verify checks the certificate chain and the
-    // host (or tls.server_name) against the certificate's names.
+    std::string host = "127.0.0.1";  ///< the broker's host
+    std::uint16_t port = 5672;       ///< its AMQP port (5671 for amqps://)
+    std::string user = "guest";      ///< the user name
+    std::string password = "guest";  ///< the password, never logged
+    std::string vhost = "/";         ///< the virtual host
+    /// tls.enabled is amqps://. verify checks the certificate chain and the
+    /// host (or tls.server_name) against the certificate's names.
     TlsOptions tls;
-    std::chrono::seconds heartbeat{30};
-    std::string connection_name = "babelqueue-cpp";
-    std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
-    std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};
-    bool confirm = true;
-    std::size_t max_in_flight = 1024;
-    std::uint16_t prefetch = 0;  // 0 = eight times the first receive()'s max, at least 128
-    QueueType queue_type = QueueType::classic;
-    // The pause before reconnect attempt n is reconnect_backoff.delay_for(n);
-    // URL reconnect_min and reconnect_max set its initial and max.
+    std::chrono::seconds heartbeat{30};                                   ///< AMQP heartbeat; 0 turns it off
+    std::string connection_name = "babelqueue-cpp";                       ///< as rabbitmqctl shows it
+    std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};  ///< TCP, TLS and AMQP handshake
+    std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};  ///< how long publish() waits for the confirm
+    bool confirm = true;               ///< publisher confirms: publish() succeeds only once the broker has the message
+    std::size_t max_in_flight = 1024;  ///< unconfirmed messages on the wire
+    std::uint16_t prefetch = 0;        ///< 0 = eight times the first receive()'s max, at least 128
+    QueueType queue_type = QueueType::classic;  ///< the type of the queues it declares
+    /// The pause before reconnect attempt n is reconnect_backoff.delay_for(n);
+    /// URL reconnect_min and reconnect_max set its initial and max.
     BackoffPolicy reconnect_backoff{std::chrono::milliseconds(100), 2.0, std::chrono::seconds(10), 0.25};
-    // Connects, lost connections, failed reconnect attempts, reconnects and
-    // give-ups (from the I/O thread too); an empty function silences them.
+    /// Connects, lost connections, failed reconnect attempts, reconnects and
+    /// give-ups (from the I/O thread too); an empty function silences them.
     LogSink log = stderr_log_sink();
   };
 
-  // Connects (so bad credentials, a wrong CA or an unreachable host are
-  // reported here): Errc::auth for refused credentials or a failed
-  // certificate verification, Errc::connection for an unreachable broker,
-  // Errc::invalid_argument for bad options.
+  /// Connects (so bad credentials, a wrong CA or an unreachable host are
+  /// reported here): Errc::auth for refused credentials or a failed
+  /// certificate verification, Errc::connection for an unreachable broker,
+  /// Errc::invalid_argument for bad options.
   static Result<std::unique_ptr<Transport>> open(Options options);
 
-  // Options from an amqp:// or amqps:// URL (see the top of this file).
+  /// Options from an amqp:// or amqps:// URL (see the top of this file).
   static Result<Options> options_from_url(const Url& url);
 
-  ~Transport() override;
+  ~Transport() override;  ///< closes it
 
+  /// The options it was opened with.
   const Options& options() const noexcept;
 
   Capabilities capabilities() const override;
   Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override;
-  // Pipelined: every message is sent, then the confirms are awaited together.
+  /// Pipelined: every message is sent, then the confirms are awaited together.
   Result<void> publish_batch(std::span<const OutgoingMessage> messages) override;
   Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
                                         std::chrono::milliseconds wait) override;
   Result<void> ack(const Delivery& delivery) override;
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
-  // ready: the broker's ready count plus the deliveries this transport holds
-  // unreceived; reserved: received through this transport and unsettled;
-  // delayed: messages in the delay buckets of queue this transport used.
+  /// ready: the broker's ready count plus the deliveries this transport holds
+  /// unreceived; reserved: received through this transport and unsettled;
+  /// delayed: messages in the delay buckets of queue this transport used.
   Result<QueueStats> stats(std::string_view queue) override;
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
-  // Reconnections since open (for tests and monitoring).
+  /// Reconnections since open (for tests and monitoring).
   std::uint64_t reconnects() const noexcept;
 
  private:
@@ -139,11 +145,11 @@ class Transport final : public babelqueue::Transport {
   std::shared_ptr<State> state_;
 };
 
-// Registers the amqp:// and amqps:// schemes with open_transport(). Call it
-// once, from any thread; calling it again is harmless.
+/// Registers the amqp:// and amqps:// schemes with open_transport(). Call it
+/// once, from any thread; calling it again is harmless.
 void register_transport();
 
-// The options by their short name: babelqueue::rabbitmq::Options.
+/// The options by their short name: babelqueue::rabbitmq::Options.
 using Options = Transport::Options;
 
 }  // namespace babelqueue::rabbitmq

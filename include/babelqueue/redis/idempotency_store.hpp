@@ -29,23 +29,27 @@
 
 namespace babelqueue::redis {
 
+/// An idempotency store on a Redis server, in the Go SDK's key layout (this
+/// header's opening comment gives the keys and the URL).
 class IdempotencyStore final : public idempotency::Store {
  public:
+  /// The server and the keys.
   struct Options {
-    // The server, credentials, TLS and timeouts, as for the transport (its
-    // queue settings are not used).
+    /// The server, credentials, TLS and timeouts, as for the transport (its
+    /// queue settings are not used).
     Transport::Options server;
-    std::string prefix = "bq:idemp:";
-    std::string claim_prefix = "bq:idemp-claim:";
-    // How long a remembered id is kept; zero = for ever.
+    std::string prefix = "bq:idemp:";              ///< the key of a remembered id: prefix + id
+    std::string claim_prefix = "bq:idemp-claim:";  ///< the key of a claim: claim_prefix + id
+    /// How long a remembered id is kept; zero = for ever.
     std::chrono::milliseconds ttl{0};
   };
 
-  // Connects at once, so a wrong address or password is an error here.
+  /// Connects at once, so a wrong address or password is an error here.
   static Result<std::unique_ptr<IdempotencyStore>> open(Options options);
+  /// Options from a redis:// or rediss:// store URL (see the top of this file).
   static Result<Options> options_from_url(const Url& url);
 
-  ~IdempotencyStore() override;
+  ~IdempotencyStore() override;  ///< closes its connections
 
   Result<bool> seen(std::string_view id) override;
   Result<void> remember(std::string_view id) override;
@@ -62,7 +66,7 @@ class IdempotencyStore final : public idempotency::Store {
   std::unique_ptr<State> state_;
 };
 
-// Registers redis:// and rediss:// with babelqueue::idempotency::open_store().
+/// Registers redis:// and rediss:// with babelqueue::idempotency::open_store().
 void register_idempotency_store();
 
 }  // namespace babelqueue::redis

@@ -52,71 +52,76 @@
 #include <memory>
 #include <string>
 
+/// The Redis transport and idempotency store (library babelqueue::redis).
 namespace babelqueue::redis {
 
+/// The Redis transport: redis:// and rediss:// (this header's opening comment
+/// gives the URL and the key layout shared with the Go and Python SDKs).
 class Transport final : public babelqueue::Transport {
  public:
-  // The one TlsOptions of every transport (enabled = rediss://).
+  /// The one TlsOptions of every transport (enabled = rediss://).
   using TlsOptions = babelqueue::TlsOptions;
 
+  /// The connections and their behaviour; the URL parameters of the same names set them.
   struct Options {
-    std::string host = "127.0.0.1";
-    std::uint16_t port = 6379;
-    std::string user;  // ACL user; empty = "default"
-    std::string password;
-    int database = 0;
-    TlsOptions tls;
-    // A received message not settled (or extended) within this time goes back
-    // to its queue, for this or any other worker. Must be positive.
+    std::string host = "127.0.0.1";  ///< the server's host
+    std::uint16_t port = 6379;       ///< its port
+    std::string user;                ///< ACL user; empty = "default"
+    std::string password;            ///< empty: no AUTH. Never logged
+    int database = 0;                ///< the database SELECTed
+    TlsOptions tls;                  ///< enabled: rediss://
+    /// A received message not settled (or extended) within this time goes back
+    /// to its queue, for this or any other worker. Must be positive.
     std::chrono::milliseconds visibility_timeout{std::chrono::seconds(30)};
-    std::chrono::milliseconds connect_timeout{std::chrono::seconds(5)};
-    // How long a reply may take; a blocking wait adds its own length, so a
-    // socket read never times out before the server's wait ends.
+    std::chrono::milliseconds connect_timeout{std::chrono::seconds(5)};  ///< TCP connect, TLS handshake and AUTH
+    /// How long a reply may take; a blocking wait adds its own length, so a
+    /// socket read never times out before the server's wait ends.
     std::chrono::milliseconds command_timeout{std::chrono::seconds(5)};
-    std::size_t max_connections = 16;
-    // The list where Go and Python workers keep their reservations:
-    // <queue> + processing_suffix. Never touched by this transport's recovery;
-    // counted as reserved by stats().
+    std::size_t max_connections = 16;  ///< the connection pool's size
+    /// The list where Go and Python workers keep their reservations:
+    /// the queue's name + processing_suffix. Never touched by this transport's recovery;
+    /// counted as reserved by stats().
     std::string processing_suffix = ":processing";
-    // Pause before the next connect after failed ones: failure n waits
-    // reconnect_backoff.delay_for(n), jittered so that many clients do not
-    // return together; reset by a successful connect. initial and max must
-    // be positive.
+    /// Pause before the next connect after failed ones: failure n waits
+    /// reconnect_backoff.delay_for(n), jittered so that many clients do not
+    /// return together; reset by a successful connect. initial and max must
+    /// be positive.
     BackoffPolicy reconnect_backoff{std::chrono::milliseconds(100), 2.0, std::chrono::seconds(2), 0.2};
-    // Where connects, lost connections, failed connect attempts and
-    // reconnects are logged; an empty function silences them.
+    /// Where connects, lost connections, failed connect attempts and
+    /// reconnects are logged; an empty function silences them.
     LogSink log = stderr_log_sink();
   };
 
-  // Connects (TCP, TLS, AUTH, SELECT) once to report bad settings at once.
-  // Errors: Errc::auth for refused credentials or a certificate that does not
-  // verify, Errc::connection when the server cannot be reached,
-  // Errc::invalid_argument for bad options or unreadable TLS files.
+  /// Connects (TCP, TLS, AUTH, SELECT) once to report bad settings at once.
+  /// Errors: Errc::auth for refused credentials or a certificate that does not
+  /// verify, Errc::connection when the server cannot be reached,
+  /// Errc::invalid_argument for bad options or unreadable TLS files.
   static Result<std::unique_ptr<Transport>> open(Options options);
 
-  // Options from a redis:// or rediss:// URL (see the top of this file).
+  /// Options from a redis:// or rediss:// URL (see the top of this file).
   static Result<Options> options_from_url(const Url& url);
 
-  ~Transport() override;
+  ~Transport() override;  ///< closes it
 
+  /// The options it was opened with.
   const Options& options() const noexcept;
 
   Capabilities capabilities() const override;
   Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override;
-  // One pipelined round trip. Redis runs each command on its own: on a
-  // failure the message says which message failed and how many were
-  // published before it.
+  /// One pipelined round trip. Redis runs each command on its own: on a
+  /// failure the message says which message failed and how many were
+  /// published before it.
   Result<void> publish_batch(std::span<const OutgoingMessage> messages) override;
   Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
                                         std::chrono::milliseconds wait) override;
   Result<void> ack(const Delivery& delivery) override;
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
   Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override;
-  // ready: LLEN of the list; reserved: this SDK's leases plus the Go/Python
-  // processing list; delayed: messages waiting for their due time.
+  /// ready: LLEN of the list; reserved: this SDK's leases plus the Go/Python
+  /// processing list; delayed: messages waiting for their due time.
   Result<QueueStats> stats(std::string_view queue) override;
-  // Interrupts blocked receive() calls (they answer Errc::closed) and closes
-  // every connection. Leased messages come back after their lease.
+  /// Interrupts blocked receive() calls (they answer Errc::closed) and closes
+  /// every connection. Leased messages come back after their lease.
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
  private:
@@ -125,11 +130,11 @@ class Transport final : public babelqueue::Transport {
   std::unique_ptr<State> state_;
 };
 
-// Registers redis:// and rediss:// with open_transport(). Call it once, from
-// any thread; calling it again is harmless.
+/// Registers redis:// and rediss:// with open_transport(). Call it once, from
+/// any thread; calling it again is harmless.
 void register_transport();
 
-// The options by their short name: babelqueue::redis::Options.
+/// The options by their short name: babelqueue::redis::Options.
 using Options = Transport::Options;
 
 }  // namespace babelqueue::redis

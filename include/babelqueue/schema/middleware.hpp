@@ -24,16 +24,18 @@
 
 namespace babelqueue::schema {
 
-// The text of an invalid payload's error: `data of "URN" does not match its
-// schema: /order_id: minimum (must be >= 1); ...`.
+/// The text of an invalid payload's error: `data of "URN" does not match its
+/// schema: /order_id: minimum (must be >= 1); ...`.
 std::string describe(std::string_view urn, const std::vector<Violation>& violations);
 
-// Checks data against urn's schema: ok when valid or when urn has none.
+/// Checks data against urn's schema: ok when valid or when urn has none.
 Result<void> check(Provider& provider, std::string_view urn, const Value& data);
 
+/// Checks payloads against their URN's schema on both sides (this header's
+/// opening comment gives what happens to a payload that does not fit).
 class Middleware final : public babelqueue::Middleware {
  public:
-  // Errc::invalid_argument Error for a null provider.
+  /// Errc::invalid_argument Error for a null provider.
   explicit Middleware(std::shared_ptr<Provider> provider);
 
   Result<void> handle(const Message& message, const MessageHandler& next) override;

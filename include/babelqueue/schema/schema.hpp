@@ -31,29 +31,33 @@
 #include <string_view>
 #include <vector>
 
+/// Per-URN payload schemas and their middleware (library babelqueue::schema).
 namespace babelqueue::schema {
 
-// One rule a value broke.
+/// One rule a value broke.
 struct Violation {
-  std::string pointer;  // JSON pointer into data ("" = data itself, "/items/0/sku")
-  std::string rule;     // the keyword: type, required, additionalProperties, enum, const, minLength, minimum
-  std::string message;  // what was expected, e.g. "must be >= 1"
+  std::string pointer;  ///< JSON pointer into data ("" = data itself, "/items/0/sku")
+  std::string rule;     ///< the keyword: type, required, additionalProperties, enum, const, minLength, minimum
+  std::string message;  ///< what was expected, e.g. "must be >= 1"
 };
 
-// "/order_id: minimum (must be >= 1)".
+/// "/order_id: minimum (must be >= 1)".
 std::string to_string(const Violation& violation);
 
+/// A payload schema of the family's draft-07 subset.
 class Schema {
  public:
-  // Builds a schema from its JSON text or value. Errc::invalid_json when
-  // the text is not JSON; Errc::invalid_argument when it is not an object
-  // or a keyword of the subset has a value of the wrong shape.
+  /// Builds a schema from its JSON text or value. Errc::invalid_json when
+  /// the text is not JSON; Errc::invalid_argument when it is not an object
+  /// or a keyword of the subset has a value of the wrong shape.
+  ///@{
   static Result<Schema> parse(std::string_view json);
   static Result<Schema> from_value(const Value& schema);
+  ///@}
 
-  // Every violation, in document order; empty when data is valid.
+  /// Every violation, in document order; empty when data is valid.
   std::vector<Violation> validate(const Value& data) const;
-  bool valid(const Value& data) const { return validate(data).empty(); }
+  bool valid(const Value& data) const { return validate(data).empty(); }  ///< no violation
 
   struct Node;
 

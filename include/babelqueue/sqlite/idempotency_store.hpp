@@ -28,21 +28,25 @@
 
 namespace babelqueue::sqlite {
 
+/// An idempotency store in a SQLite file, shared by the processes of one host
+/// (this header's opening comment gives the table and the URL).
 class IdempotencyStore final : public idempotency::Store {
  public:
+  /// The file and how ids are kept.
   struct Options {
-    std::string path;  // created when missing; the directory must exist
-    std::chrono::milliseconds ttl{0};
-    std::chrono::milliseconds busy_timeout{std::chrono::seconds(5)};
-    std::size_t cleanup_batch = 256;
+    std::string path;                  ///< created when missing; the directory must exist
+    std::chrono::milliseconds ttl{0};  ///< how long a remembered id is kept; zero = for ever
+    std::chrono::milliseconds busy_timeout{std::chrono::seconds(5)};  ///< waiting for another connection's lock
+    std::size_t cleanup_batch = 256;                                  ///< expired rows removed per clean-up, at most
   };
 
-  // Opens (and creates) the file and its table. Errors as
-  // sqlite::Transport::open's.
+  /// Opens (and creates) the file and its table. Errors as
+  /// sqlite::Transport::open's.
   static Result<std::unique_ptr<IdempotencyStore>> open(Options options);
+  /// Options from a sqlite:// store URL (see the top of this file).
   static Result<Options> options_from_url(const Url& url);
 
-  ~IdempotencyStore() override;
+  ~IdempotencyStore() override;  ///< closes the file
 
   Result<bool> seen(std::string_view id) override;
   Result<void> remember(std::string_view id) override;
@@ -59,8 +63,8 @@ class IdempotencyStore final : public idempotency::Store {
   std::unique_ptr<State> state_;
 };
 
-// Registers sqlite:// with babelqueue::idempotency::open_store(). Harmless to
-// call again.
+/// Registers sqlite:// with babelqueue::idempotency::open_store(). Harmless to
+/// call again.
 void register_idempotency_store();
 
 }  // namespace babelqueue::sqlite

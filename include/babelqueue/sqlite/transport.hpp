@@ -48,62 +48,67 @@
 #include <memory>
 #include <string>
 
+/// The SQLite transport and idempotency store (library babelqueue::sqlite).
 namespace babelqueue::sqlite {
 
+/// The embedded, durable transport: sqlite:// in one file, no broker (this
+/// header's opening comment gives the URL and the guarantees).
 class Transport final : public babelqueue::Transport {
  public:
-  // How hard each commit is pushed to the disk (PRAGMA synchronous).
+  /// How hard each commit is pushed to the disk (PRAGMA synchronous).
   enum class Synchronous {
-    normal,  // survives any process crash; a power cut may lose the last commits (never corrupts)
-    full,    // also survives a power cut, at the cost of an fsync per commit
+    normal,  ///< survives any process crash; a power cut may lose the last commits (never corrupts)
+    full,    ///< also survives a power cut, at the cost of an fsync per commit
   };
 
+  /// The file and its behaviour; the URL parameters of the same names set them.
   struct Options {
-    // The database file; created (with its schema) when missing. The
-    // directory must exist.
+    /// The database file; created (with its schema) when missing. The
+    /// directory must exist.
     std::string path;
-    // A received message not settled within this time can be received again
-    // (by this or any other process). Must be positive.
+    /// A received message not settled within this time can be received again
+    /// (by this or any other process). Must be positive.
     std::chrono::milliseconds visibility_timeout{std::chrono::seconds(30)};
-    // How long one statement waits for another connection's write lock
-    // before the operation fails with Errc::timeout.
+    /// How long one statement waits for another connection's write lock
+    /// before the operation fails with Errc::timeout.
     std::chrono::milliseconds busy_timeout{std::chrono::seconds(5)};
-    // The longest pause between two looks at an empty queue while receive()
-    // waits; pauses start at 5 ms and double up to this. Messages published
-    // through this same transport wake a waiting receive() at once.
+    /// The longest pause between two looks at an empty queue while receive()
+    /// waits; pauses start at 5 ms and double up to this. Messages published
+    /// through this same transport wake a waiting receive() at once.
     std::chrono::milliseconds poll_interval{50};
-    Synchronous synchronous = Synchronous::normal;
+    Synchronous synchronous = Synchronous::normal;  ///< how hard each commit is pushed to the disk
   };
 
-  // Opens (and creates, when missing) the database. Errors: Errc::io naming
-  // the path when the file cannot be opened or is not a SQLite database (or
-  // is corrupt), Errc::unsupported when a newer SDK wrote its schema,
-  // Errc::timeout when other connections kept it locked beyond busy_timeout,
-  // Errc::invalid_argument for bad options.
+  /// Opens (and creates, when missing) the database. Errors: Errc::io naming
+  /// the path when the file cannot be opened or is not a SQLite database (or
+  /// is corrupt), Errc::unsupported when a newer SDK wrote its schema,
+  /// Errc::timeout when other connections kept it locked beyond busy_timeout,
+  /// Errc::invalid_argument for bad options.
   static Result<std::unique_ptr<Transport>> open(Options options);
 
-  // Options from a sqlite:// URL (see the top of this file).
+  /// Options from a sqlite:// URL (see the top of this file).
   static Result<Options> options_from_url(const Url& url);
 
-  ~Transport() override;
+  ~Transport() override;  ///< closes it
 
+  /// The options it was opened with.
   const Options& options() const noexcept;
 
   Capabilities capabilities() const override;
   Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override;
-  // One transaction: either every message is published or none is.
+  /// One transaction: either every message is published or none is.
   Result<void> publish_batch(std::span<const OutgoingMessage> messages) override;
   Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
                                         std::chrono::milliseconds wait) override;
   Result<void> ack(const Delivery& delivery) override;
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
   Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override;
-  // ready: receivable now (expired reservations included); reserved: held
-  // under a live lease; delayed: published or released with a delay that has
-  // not passed.
+  /// ready: receivable now (expired reservations included); reserved: held
+  /// under a live lease; delayed: published or released with a delay that has
+  /// not passed.
   Result<QueueStats> stats(std::string_view queue) override;
-  // Wakes blocked receive() calls (they answer Errc::closed), waits up to
-  // deadline for an operation in progress, then closes the connection.
+  /// Wakes blocked receive() calls (they answer Errc::closed), waits up to
+  /// deadline for an operation in progress, then closes the connection.
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
  private:
@@ -112,11 +117,11 @@ class Transport final : public babelqueue::Transport {
   std::unique_ptr<State> state_;
 };
 
-// Registers the sqlite:// scheme with open_transport(). Call it once, from
-// any thread, before opening sqlite:// URLs; calling it again is harmless.
+/// Registers the sqlite:// scheme with open_transport(). Call it once, from
+/// any thread, before opening sqlite:// URLs; calling it again is harmless.
 void register_transport();
 
-// The options by their short name: babelqueue::sqlite::Options.
+/// The options by their short name: babelqueue::sqlite::Options.
 using Options = Transport::Options;
 
 }  // namespace babelqueue::sqlite

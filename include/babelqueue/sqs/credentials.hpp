@@ -28,27 +28,29 @@
 
 namespace babelqueue::sqs {
 
+/// AWS access keys, and where they came from.
 struct AwsCredentials {
-  std::string access_key_id;
-  std::string secret_access_key;
-  std::string session_token;  // empty for long-term keys
-  std::string source;         // where they came from, e.g. "environment", "profile 'dev' in ~/.aws/credentials"
+  std::string access_key_id;      ///< AKIA...
+  std::string secret_access_key;  ///< never logged
+  std::string session_token;      ///< empty for long-term keys
+  std::string source;             ///< where they came from, e.g. "environment", "profile 'dev' in ~/.aws/credentials"
 };
 
-// "AKIA…XMPL from environment": the key id shortened, never the secret.
+/// "AKIA…XMPL from environment": the key id shortened, never the secret.
 std::string to_string(const AwsCredentials& credentials);
 
+/// Where resolve_credentials() looks.
 struct CredentialOptions {
-  std::optional<AwsCredentials> explicit_credentials;
-  std::string profile;  // empty: AWS_PROFILE, else "default"
+  std::optional<AwsCredentials> explicit_credentials;  ///< these, when given; else the environment and profiles
+  std::string profile;                                 ///< empty: AWS_PROFILE, else "default"
 };
 
-// Errc::auth naming every place looked at when nothing was found, or a
-// profile that is incomplete (a key id without a secret).
+/// Errc::auth naming every place looked at when nothing was found, or a
+/// profile that is incomplete (a key id without a secret).
 Result<AwsCredentials> resolve_credentials(const CredentialOptions& options = {});
 
-// explicit_region when not empty, else the environment, else the profile's
-// config. Errc::invalid_argument listing where it looked when none is set.
+/// explicit_region when not empty, else the environment, else the profile's
+/// config. Errc::invalid_argument listing where it looked when none is set.
 Result<std::string> resolve_region(const std::string& explicit_region, const std::string& profile = {});
 
 }  // namespace babelqueue::sqs

@@ -24,66 +24,75 @@
 
 namespace babelqueue::sqs {
 
+/// One POST to the SQS endpoint.
 struct HttpRequest {
-  std::string url;  // absolute: http(s)://host[:port]/path[?query]
-  // Sent as given, in this order (Host is derived from url by the client).
+  std::string url;  ///< absolute: http(s)://host[:port]/path[?query]
+  /// Sent as given, in this order (Host is derived from url by the client).
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
-  // The whole exchange must finish within this time (a long poll sets it
-  // above its wait).
+  std::string body;  ///< the JSON request
+  /// The whole exchange must finish within this time (a long poll sets it
+  /// above its wait).
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};
-  // When set and it turns true, the post should stop at once with
-  // Errc::closed (the transport sets it on long polls, which close() ends
-  // without waiting for them). A client that ignores it stays correct, only
-  // slower to close.
+  /// When set and it turns true, the post should stop at once with
+  /// Errc::closed (the transport sets it on long polls, which close() ends
+  /// without waiting for them). A client that ignores it stays correct, only
+  /// slower to close.
   const std::atomic<bool>* cancel = nullptr;
 };
 
+/// The server's answer to a post.
 struct HttpResponse {
-  long status = 0;
-  std::string body;
-  // The x-amzn-query-error response header ("Code;Sender"), where the
-  // server sends one: the error code in the query protocol's spelling.
+  long status = 0;   ///< the HTTP status
+  std::string body;  ///< the JSON answer
+  /// The x-amzn-query-error response header ("Code;Sender"), where the
+  /// server sends one: the error code in the query protocol's spelling.
   std::string query_error;
 };
 
+/// How the SQS transport sends its requests: make_curl_http_client() by
+/// default, another for tests (Transport::Options::http_client).
 class HttpClient {
  public:
-  virtual ~HttpClient() = default;
-  HttpClient() = default;
+  virtual ~HttpClient() = default;  ///< closes its connections
+  HttpClient() = default;           ///< for derived classes
+  /// A client owns its connections: it is neither copied nor assigned.
+  ///@{
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
+  ///@}
 
-  // Sends one POST and returns whatever status the server answered. Fails
-  // only when no answer came: Errc::connection (unreachable, reset, TLS),
-  // Errc::timeout, Errc::closed (after abort()).
+  /// Sends one POST and returns whatever status the server answered. Fails
+  /// only when no answer came: Errc::connection (unreachable, reset, TLS),
+  /// Errc::timeout, Errc::closed (after abort()).
   virtual Result<HttpResponse> post(const HttpRequest& request) = 0;
 
-  // Makes posts in progress, and every later one, fail at once with
-  // Errc::closed (a long poll blocked in post() returns).
+  /// Makes posts in progress, and every later one, fail at once with
+  /// Errc::closed (a long poll blocked in post() returns).
   virtual void abort() = 0;
 };
 
-// TLS settings apply to https endpoints only (libcurl ignores them for
-// http), as TlsOptions of tls_options.hpp spells them in a URL.
+/// TLS settings apply to https endpoints only (libcurl ignores them for
+/// http), as TlsOptions of tls_options.hpp spells them in a URL.
 struct CurlOptions {
-  std::chrono::milliseconds connect_timeout{std::chrono::seconds(5)};
-  // CA bundle for https endpoints; empty: the system's.
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(5)};  ///< TCP and TLS
+  /// CA bundle for https endpoints; empty: the system's.
   std::string ca_file;
-  // Client certificate (PEM) for an endpoint that asks for one, and its
-  // private key (PEM).
+  /// Client certificate (PEM) for an endpoint that asks for one, and its
+  /// private key (PEM).
+  ///@{
   std::string cert_file;
   std::string key_file;
-  // false: neither the endpoint's certificate chain nor its host name is
-  // checked (tests only).
+  ///@}
+  /// false: neither the endpoint's certificate chain nor its host name is
+  /// checked (tests only).
   bool verify = true;
-  // Idle connections kept for reuse; a post beyond them opens a new one.
+  /// Idle connections kept for reuse; a post beyond them opens a new one.
   std::size_t max_idle_connections = 16;
 };
 
-// libcurl (OpenSSL) with keep-alive: each post borrows an idle connection
-// handle from a pool and returns it, so sequential and concurrent calls
-// reuse TCP (and TLS) connections.
+/// libcurl (OpenSSL) with keep-alive: each post borrows an idle connection
+/// handle from a pool and returns it, so sequential and concurrent calls
+/// reuse TCP (and TLS) connections.
 std::unique_ptr<HttpClient> make_curl_http_client(const CurlOptions& options = {});
 
 }  // namespace babelqueue::sqs

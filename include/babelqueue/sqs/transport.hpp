@@ -90,80 +90,85 @@
 #include <string>
 #include <vector>
 
+/// The Amazon SQS transport (library babelqueue::sqs).
 namespace babelqueue::sqs {
 
+/// The Amazon SQS transport: sqs:// over the SQS JSON protocol (this header's
+/// opening comment gives the URL and the binding).
 class Transport final : public babelqueue::Transport {
  public:
+  /// The service, the queues and the client; the URL parameters of the same names set them.
   struct Options {
-    std::string region;  // empty: from the environment or the profile
-    // The service endpoint, e.g. http://127.0.0.1:9324; empty:
-    // https://sqs.<region>.amazonaws.com.
+    std::string region;  ///< empty: from the environment or the profile
+    /// The service endpoint, e.g. http://127.0.0.1:9324; empty:
+    /// `https://sqs.REGION.amazonaws.com`.
     std::string endpoint;
-    // Queue URLs are prefix + "/" + name (no GetQueueUrl call).
+    /// Queue URLs are prefix + "/" + name (no GetQueueUrl call).
     std::string queue_url_prefix;
-    // Queues are FIFO: every queue name must end in ".fifo"; messages are
-    // ordered per group (capabilities().ordered).
+    /// Queues are FIFO: every queue name must end in ".fifo"; messages are
+    /// ordered per group (capabilities().ordered).
     bool fifo = false;
-    std::string group_id;        // FIFO MessageGroupId; empty: the queue name
-    bool content_dedup = false;  // the FIFO queues use content-based deduplication
-    // Longest single long poll (SQS allows 0..20 s).
+    std::string group_id;        ///< FIFO MessageGroupId; empty: the queue name
+    bool content_dedup = false;  ///< the FIFO queues use content-based deduplication
+    /// Longest single long poll (SQS allows 0..20 s).
     std::chrono::seconds max_wait{20};
-    // VisibilityTimeout of every receive (SQS allows 0..12 h); also the
-    // lease the runtime extends for long handlers.
+    /// VisibilityTimeout of every receive (SQS allows 0..12 h); also the
+    /// lease the runtime extends for long handlers.
     std::chrono::seconds visibility_timeout{30};
-    // Create a missing queue (and its -dlq) on first use.
+    /// Create a missing queue (and its -dlq) on first use.
     bool create_queues = false;
-    // Where dead_letter_queue() points; empty: <queue>-dlq.
+    /// Where dead_letter_queue() points; empty: the queue's name + "-dlq".
     std::string dead_letter_queue_url;
-    sqs::CredentialOptions credentials;
-    // Null: make_curl_http_client(). close() calls its abort(), so give
-    // each transport a client of its own.
+    sqs::CredentialOptions credentials;  ///< given keys, or the profile to read them from
+    /// Null: make_curl_http_client(). close() calls its abort(), so give
+    /// each transport a client of its own.
     std::shared_ptr<sqs::HttpClient> http_client;
-    sqs::CurlOptions curl;
-    // Limit of one request (a long poll gets its wait on top).
+    sqs::CurlOptions curl;  ///< the default client's settings (TLS, timeouts, pool)
+    /// Limit of one request (a long poll gets its wait on top).
     std::chrono::milliseconds request_timeout{std::chrono::seconds(30)};
-    // Where the transport says what it resolved and created, when the
-    // endpoint stops and starts answering, and when close() gives up on
-    // calls in flight; an empty function silences it.
+    /// Where the transport says what it resolved and created, when the
+    /// endpoint stops and starts answering, and when close() gives up on
+    /// calls in flight; an empty function silences it.
     LogSink log = stderr_log_sink();
   };
 
-  // Resolves credentials and region (Errc::auth / Errc::invalid_argument
-  // saying where it looked). Opens no connection: the first request does.
+  /// Resolves credentials and region (Errc::auth / Errc::invalid_argument
+  /// saying where it looked). Opens no connection: the first request does.
   static Result<std::unique_ptr<Transport>> open(Options options);
 
-  // Options from an sqs:// URL (see the top of this file).
+  /// Options from an sqs:// URL (see the top of this file).
   static Result<Options> options_from_url(const Url& url);
 
-  ~Transport() override;
+  ~Transport() override;  ///< closes it
 
+  /// The options it was opened with.
   const Options& options() const noexcept;
 
   Capabilities capabilities() const override;
   Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override;
-  // SendMessageBatch, up to 10 messages per call and per queue. On a partial
-  // failure the error names how many were accepted.
+  /// SendMessageBatch, up to 10 messages per call and per queue. On a partial
+  /// failure the error names how many were accepted.
   Result<void> publish_batch(std::span<const OutgoingMessage> messages) override;
   Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
                                         std::chrono::milliseconds wait) override;
   Result<void> ack(const Delivery& delivery) override;
-  // DeleteMessageBatch for consecutive deliveries of one queue, 10 per
-  // call. Every delivery is attempted; each one SQS did not delete is
-  // reported with its own error (a stale receipt handle: Errc::not_found).
+  /// DeleteMessageBatch for consecutive deliveries of one queue, 10 per
+  /// call. Every delivery is attempted; each one SQS did not delete is
+  /// reported with its own error (a stale receipt handle: Errc::not_found).
   using babelqueue::Transport::ack_batch;
   Result<void> ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures) override;
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
   Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override;
   std::string dead_letter_queue(std::string_view queue) const override;
-  // Approximate counts (GetQueueAttributes).
+  /// Approximate counts (GetQueueAttributes).
   Result<QueueStats> stats(std::string_view queue) override;
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
-  // The URL of a queue by name (resolved, cached, created when asked).
+  /// The URL of a queue by name (resolved, cached, created when asked).
   Result<std::string> queue_url(std::string_view queue);
-  // Sends any SQS JSON-protocol operation (e.g. "SetQueueAttributes" to set
-  // a RedrivePolicy) signed through this transport's connections; the
-  // answer's JSON object. Errors as for the other calls.
+  /// Sends any SQS JSON-protocol operation (e.g. "SetQueueAttributes" to set
+  /// a RedrivePolicy) signed through this transport's connections; the
+  /// answer's JSON object. Errors as for the other calls.
   Result<Value> request(std::string_view operation, const Value& input);
 
  private:
@@ -172,11 +177,11 @@ class Transport final : public babelqueue::Transport {
   std::unique_ptr<State> state_;
 };
 
-// Registers the sqs:// scheme with open_transport(). Call it once, from any
-// thread, before opening sqs:// URLs; calling it again is harmless.
+/// Registers the sqs:// scheme with open_transport(). Call it once, from any
+/// thread, before opening sqs:// URLs; calling it again is harmless.
 void register_transport();
 
-// The options by their short name: babelqueue::sqs::Options.
+/// The options by their short name: babelqueue::sqs::Options.
 using Options = Transport::Options;
 
 }  // namespace babelqueue::sqs
