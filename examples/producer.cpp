@@ -7,15 +7,17 @@
 // broker needed. Any URL the program was built with works the same way
 // (memory://, and the broker transports where they are linked in).
 //
-// It publishes N OrderCreated messages; the third one carries the
-// x-demo-fail-once header, which makes the example worker fail its first
-// delivery so the retry path can be watched. Then it publishes one body that
-// is not JSON at all, straight through Transport::publish, to show how a
-// consumer handles poison: it never reaches a handler and lands in the
-// dead-letter queue byte for byte.
+// It publishes N OrderCreated messages with a Publisher (no Worker needed:
+// each publish returns once the broker confirmed it, retried under a backoff
+// when the failure is retriable); the third one carries the x-demo-fail-once
+// header, which makes the example worker fail its first delivery so the
+// retry path can be watched. Then it publishes one body that is not JSON at
+// all, straight through Transport::publish, to show how a consumer handles
+// poison: it never reaches a handler and lands in the dead-letter queue byte
+// for byte.
 #include "order_created.hpp"
 
-#include <babelqueue/envelope.hpp>
+#include <babelqueue/publisher.hpp>
 #include <babelqueue/sqlite/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url.hpp>
@@ -73,7 +75,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "producer: cannot open %s: %s\n", shown.c_str(), opened.error().message().c_str());
     return 1;
   }
-  bq::Transport& transport = **opened;
+  bq::PublisherOptions options;
+  options.default_queue = args.queue;                    // each envelope's meta.queue is the queue it is sent to
+  bq::Publisher publisher(std::move(*opened), options);  // owns the transport, closes it at the end
 
   const std::array<std::string_view, 5> customers = {"ada@example.com", "grace@example.com", "linus@example.com",
                                                      "barbara@example.com", "ken@example.com"};
@@ -81,25 +85,22 @@ int main(int argc, char** argv) {
   for (int i = 0; i < args.orders; ++i) {
     const shop::OrderCreated order{1001 + i, std::string(customers[static_cast<std::size_t>(i) % customers.size()]),
                                    1250 + 375 * i, "EUR"};
-    // make() stamps a fresh meta.id (UUID v4), a new trace_id, the queue and
-    // the creation time, and writes the canonical bytes once.
-    auto envelope = bq::Envelope::make(order, {.queue = args.queue});
-    if (!envelope) {
-      std::fprintf(stderr, "producer: %s\n", envelope.error().message().c_str());
-      return 1;
-    }
-    bq::PublishOptions options;
-    if (i == flagged) options.headers[std::string(shop::kFailOnceHeader)] = "1";
-    // publish() succeeds only once the broker holds the message (for SQLite:
-    // the transaction committed), so a success here is never lost.
-    if (auto published = transport.publish(args.queue, envelope->body(), options); !published) {
+    bq::PublishParams params;
+    if (i == flagged) params.headers[std::string(shop::kFailOnceHeader)] = "1";
+    // publish() makes the envelope (a fresh meta.id, a new trace_id, the
+    // queue, the creation time) and returns once the broker holds it (for
+    // SQLite: the transaction committed), so a receipt is never lost.
+    auto receipt = publisher.publish(order, params);
+    if (!receipt) {
+      // retriable() said whether trying later may help; outcome_unknown()
+      // whether the broker may hold it anyway (then re-publishing the same
+      // meta.id is what consumers deduplicate).
       std::fprintf(stderr, "producer: publishing order %lld failed: %s\n", static_cast<long long>(order.order_id),
-                   published.error().message().c_str());
+                   receipt.error().message().c_str());
       return 1;
     }
-    std::printf("producer: order %lld for %s, %s -> %s (meta.id %.*s)%s\n", static_cast<long long>(order.order_id),
-                order.customer.c_str(), order.amount().c_str(), args.queue.c_str(),
-                static_cast<int>(envelope->id().size()), envelope->id().data(),
+    std::printf("producer: order %lld for %s, %s -> %s (meta.id %s)%s\n", static_cast<long long>(order.order_id),
+                order.customer.c_str(), order.amount().c_str(), receipt->queue.c_str(), receipt->id.c_str(),
                 i == flagged ? "  [flagged: its first delivery will fail]" : "");
   }
 
@@ -107,14 +108,13 @@ int main(int argc, char** argv) {
   // get these from a misconfigured producer or a foreign tool writing to the
   // queue; publishing raw bytes is the only way to make one on purpose.
   constexpr std::string_view kPoison = "ORDER 1999;ada@example.com;12.50;EUR";
-  if (auto published = transport.publish(args.queue, kPoison); !published) {
+  if (auto published = publisher.transport().publish(args.queue, kPoison); !published) {
     std::fprintf(stderr, "producer: publishing the poison body failed: %s\n", published.error().message().c_str());
     return 1;
   }
   std::printf("producer: poison body \"%.*s\" -> %s (not JSON)\n", static_cast<int>(kPoison.size()), kPoison.data(),
               args.queue.c_str());
 
-  transport.close();
   std::printf("producer: published %d orders and 1 poison message to %s\n", args.orders, shown.c_str());
   return 0;
 }

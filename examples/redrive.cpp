@@ -115,11 +115,14 @@ int main(int argc, char** argv) {
   real.wait = 200ms;
   real.bypass = args.bypass;
   real.select = [&](const bq::Envelope& envelope) { return envelope.urn() == args.urn; };
-  auto done = bq::redrive(**transport, args.dlq, real);
-  if (!done) {
+  // The four-argument form fills progress even when the run stops midway,
+  // so what was done before the failure can still be reported.
+  bq::RedriveResult progress;
+  auto done = bq::redrive(**transport, args.dlq, real, progress);
+  if (!done && progress.items.empty()) {
     std::fprintf(stderr, "redrive: cannot read %s: %s\n", args.dlq.c_str(), done.error().message().c_str());
     return 1;
   }
-  print(("redrive of " + args.urn).c_str(), *done);
-  return done->error ? 1 : 0;
+  print(("redrive of " + args.urn).c_str(), progress);
+  return done ? 0 : 1;
 }

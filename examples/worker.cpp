@@ -19,14 +19,11 @@
 
 #include <babelqueue/message.hpp>
 #include <babelqueue/sqlite/transport.hpp>
+#include <babelqueue/stop_on_signals.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url.hpp>
 #include <babelqueue/worker.hpp>
 
-#include <pthread.h>
-#include <signal.h>
-
-#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -34,7 +31,6 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <thread>
 
 namespace bq = babelqueue;
 using namespace std::chrono_literals;
@@ -86,57 +82,9 @@ std::string preview(std::string_view bytes) {
   return bytes.size() <= 40 ? std::string(bytes) : std::string(bytes.substr(0, 37)) + "...";
 }
 
-// Worker::stop() takes a lock, so it must not be called from a signal
-// handler. Instead SIGINT and SIGTERM are blocked in every thread (the mask is
-// inherited, so this runs first in main, before any thread exists) and one
-// thread waits for them with sigwait() and calls stop() as ordinary code.
-class StopOnSignal {
- public:
-  static sigset_t block() {
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    return signals;
-  }
-
-  StopOnSignal(sigset_t signals, bq::Worker& worker) : signals_(signals) {
-    thread_ = std::thread([this, &worker] {
-      int signal = 0;
-      sigwait(&signals_, &signal);
-      if (finished_.load()) return;
-      received_.store(signal);
-      // stop() returns at once and run() winds down. run() forgets a stop()
-      // that came before it started, so repeat it until the run is over.
-      while (!finished_.load()) {
-        worker.stop();
-        std::this_thread::sleep_for(50ms);
-      }
-    });
-  }
-
-  ~StopOnSignal() {
-    // The run is over: wake the thread if it still waits in sigwait(), with
-    // a signal of its set addressed to that thread only.
-    finished_.store(true);
-    pthread_kill(thread_.native_handle(), SIGTERM);
-    thread_.join();
-  }
-
-  int received() const { return received_.load(); }
-
- private:
-  sigset_t signals_;
-  std::atomic<bool> finished_{false};
-  std::atomic<int> received_{0};
-  std::thread thread_;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const sigset_t stop_signals = StopOnSignal::block();
   Args args;
   if (!parse_args(argc, argv, args)) {
     std::fprintf(stderr,
@@ -198,7 +146,10 @@ int main(int argc, char** argv) {
       static_cast<long long>(args.max_attempts), worker.transport().dead_letter_queue(args.queue).c_str());
 
   bq::Result<bq::RunSummary> run = [&] {
-    StopOnSignal stopper(stop_signals, worker);
+    // Worker::stop() takes a lock, so it must not be called from a signal
+    // handler: StopOnSignals installs handlers that only wake a thread of
+    // its own, which calls stop() as ordinary code.
+    bq::StopOnSignals stopper(worker);  // SIGINT, SIGTERM
     auto result = worker.run({args.queue}, limits);
     if (stopper.received() != 0) say("worker: stopped by signal %d\n", stopper.received());
     return result;

@@ -19,10 +19,13 @@
 #include <babelqueue/memory/transport.hpp>
 #include <babelqueue/message.hpp>
 #include <babelqueue/middleware.hpp>
+#include <babelqueue/publish_params.hpp>
+#include <babelqueue/publisher.hpp>
 #include <babelqueue/redrive.hpp>
 #include <babelqueue/rejection.hpp>
 #include <babelqueue/release_delivery.hpp>
 #include <babelqueue/result.hpp>
+#include <babelqueue/stop_on_signals.hpp>
 #include <babelqueue/tls_options.hpp>
 #include <babelqueue/transport.hpp>
 #include <babelqueue/transport_registry.hpp>

@@ -56,16 +56,22 @@ struct RedriveResult {
   std::size_t redriven = 0;        ///< messages moved
   std::size_t skipped = 0;         ///< messages left on the dead-letter queue
   std::vector<RedriveItem> items;  ///< each message, in the order read
-  /// Set when a publish failed: the run stopped there, that message and
-  /// every later one were restored to the dead-letter queue.
+  /// Set in the progress of a run that stopped at a failed publish (the
+  /// same error the run returns).
   std::optional<ErrorInfo> error;
 };
 
-/// Moves messages from dead_letter_queue back to where they failed (this
-/// header's opening comment gives the order of the steps). Fails only when
-/// the dead-letter queue could not be read at all; a failed
-/// publish midway is reported in RedriveResult::error with what was done.
+/// Fails when the dead-letter queue could not be read at all, and when a
+/// publish failed midway: the run stopped there, that message and every
+/// later one were restored to the dead-letter queue, and the error (the
+/// publish's code, retriability and broker details) says how many were
+/// redriven before it. A success means every message was handled.
 Result<RedriveResult> redrive(Transport& transport, std::string_view dead_letter_queue,
                               const RedriveOptions& options = {});
+
+/// The same, filling progress with what was done whether the run succeeded
+/// or not, so a caller can report each message of a run that stopped.
+Result<RedriveResult> redrive(Transport& transport, std::string_view dead_letter_queue, const RedriveOptions& options,
+                              RedriveResult& progress);
 
 }  // namespace babelqueue

@@ -41,13 +41,26 @@ std::string_view to_string(Rejection reason) noexcept;
 std::optional<Rejection> rejection_from_string(std::string_view name) noexcept;
 
 /// A decode failure: the typed reason plus a sentence for humans (it names the
-/// offending key or the position where it could).
+/// offending key or the position where it could). It answers the questions
+/// every error answers (code, message, retriable) and converts to ErrorInfo,
+/// which keeps the reason (ErrorInfo::rejection()), so decode failures travel
+/// in the same error type as everything else.
 struct DecodeError {
   Rejection reason;    ///< the typed reason
   std::string detail;  ///< the sentence
+
+  /// invalid_utf8, invalid_json, or rejected for every other reason.
+  Errc code() const noexcept;
+  /// "<reason>: <detail>".
+  std::string message() const;
+  /// Never: the same bytes fail the same way (the message is poison).
+  bool retriable() const noexcept { return false; }
+  /// The same failure as an ErrorInfo: code(), message(), not retriable, the
+  /// reason kept as its rejection().
+  operator ErrorInfo() const;  // NOLINT: implicit by design, one error type
 };
 
-/// What DecodeError becomes when Result::value() throws.
+/// What DecodeError becomes when Result::value() throws: ErrorInfo(error).
 ErrorInfo to_error_info(const DecodeError& error);
 
 }  // namespace babelqueue

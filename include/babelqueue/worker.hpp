@@ -28,6 +28,7 @@
 #include <babelqueue/handler_outcome.hpp>
 #include <babelqueue/message.hpp>
 #include <babelqueue/middleware.hpp>
+#include <babelqueue/publish_params.hpp>
 #include <babelqueue/release_delivery.hpp>
 #include <babelqueue/result.hpp>
 #include <babelqueue/transport.hpp>
@@ -72,20 +73,6 @@ class WorkerMetrics {
   friend class Worker;
   std::atomic<std::uint64_t> received{0}, succeeded{0}, failed{0}, retried{0}, dead_lettered{0}, poison{0},
       unknown_urn{0}, dropped{0}, released{0}, settle_errors{0};
-};
-
-/// Where and how Worker::publish() sends a message.
-struct PublishParams {
-  std::string queue;                   ///< empty = the worker's default queue
-  std::string trace_id;                ///< continue this trace; empty = start one
-  Headers headers;                     ///< out-of-band headers
-  std::chrono::milliseconds delay{0};  ///< deliver no earlier than now + delay (where Capabilities::native_delay)
-  /// Ordering / partitioning key (Kafka record key, SQS FIFO message group);
-  /// honoured where Capabilities::ordering_key, ignored elsewhere.
-  std::string ordering_key;
-  /// Broker-side deduplication id (SQS FIFO MessageDeduplicationId); honoured
-  /// where Capabilities::deduplication, ignored elsewhere.
-  std::string dedup_id;
 };
 
 /// When run() returns by itself.

@@ -51,7 +51,8 @@ std::string describe(const proton::error_condition& e) {
 }
 
 // What a connection or link failure means to the caller.
-ErrorInfo classify(const proton::error_condition& e, std::string_view where) {
+// The broker's condition as an ErrorInfo (classify adds its name and text).
+ErrorInfo classify_condition(const proton::error_condition& e, std::string_view where) {
   const std::string name = e.name();
   const std::string text = std::string(where) + ": " + describe(e);
   if (name == "amqp:unauthorized-access") return ErrorInfo{Errc::auth, text + " (credentials refused)"};
@@ -65,6 +66,10 @@ ErrorInfo classify(const proton::error_condition& e, std::string_view where) {
   }
   if (name.rfind("amqp:", 0) == 0) return ErrorInfo{Errc::broker, text};
   return ErrorInfo{Errc::connection, text};
+}
+
+ErrorInfo classify(const proton::error_condition& e, std::string_view where) {
+  return classify_condition(e, where).with_native(e.name(), e.description());
 }
 
 proton::error_condition remote_condition(const proton::transfer& t) {
@@ -159,8 +164,8 @@ class Client::Impl final : public proton::messaging_handler {
     if (op->settled == op->messages.size()) {
       if (op->error) {
         if (op->messages.size() == 1) return unexpected(*op->error);
-        return unexpected(op->error->code(), op->error->message() + " (" + std::to_string(op->confirmed) + " of " +
-                                                 std::to_string(op->messages.size()) + " messages were accepted)");
+        return unexpected(op->error->with_message(op->error->message() + " (" + std::to_string(op->confirmed) + " of " +
+                                                  std::to_string(op->messages.size()) + " messages were accepted)"));
       }
       return {};
     }
@@ -174,7 +179,11 @@ class Client::Impl final : public proton::messaging_handler {
             std::to_string(timeout.count()) + " ms: " + std::to_string(not_sent) + " not sent, " +
             std::to_string(unknown) + " with an unknown outcome (sent, unconfirmed)";
     if (op->error) text += "; " + op->error->message();
-    return unexpected(ErrorInfo{state_ == State::closed ? Errc::closed : Errc::timeout, std::move(text)});
+    // Sent and unconfirmed: the broker may hold them. Nothing sent: a plain
+    // timeout (or the client closed), which a re-send repairs.
+    Errc code = state_ == State::closed ? Errc::closed : Errc::timeout;
+    if (unknown > 0 && state_ != State::closed) code = Errc::outcome_unknown;
+    return unexpected(ErrorInfo{code, std::move(text)});
   }
 
   Result<std::vector<Incoming>> receive(std::string_view address, std::size_t max, std::chrono::milliseconds wait) {
@@ -351,7 +360,9 @@ class Client::Impl final : public proton::messaging_handler {
   void on_tracker_accept(proton::tracker& t) override { tracker_done(t, std::nullopt); }
 
   void on_tracker_reject(proton::tracker& t) override {
-    tracker_done(t, ErrorInfo{Errc::broker, "the broker rejected the message: " + describe(remote_condition(t))});
+    const proton::error_condition condition = remote_condition(t);
+    tracker_done(t, ErrorInfo{Errc::broker, "the broker rejected the message: " + describe(condition)}.with_native(
+                        condition.name(), condition.description()));
   }
 
   void on_tracker_release(proton::tracker& t) override {
@@ -486,7 +497,7 @@ class Client::Impl final : public proton::messaging_handler {
       if (state_ == State::connecting) first_attempt_failed_ = true;
       state_ = State::reconnecting;
       // Sends on the wire: their outcome is unknown.
-      fail_in_flight_locked(ErrorInfo{Errc::connection,
+      fail_in_flight_locked(ErrorInfo{Errc::outcome_unknown,
                                       "the connection dropped before the broker confirmed (outcome unknown: the "
                                       "message may have arrived): " +
                                           error.message()});

@@ -3,6 +3,7 @@
 #include <babelqueue/rejection.hpp>
 
 #include <array>
+#include <memory>
 #include <utility>
 
 namespace babelqueue {
@@ -22,16 +23,78 @@ std::string_view to_string(Errc code) noexcept {
     case Errc::closed: return "closed";
     case Errc::io: return "io";
     case Errc::internal: return "internal";
+    case Errc::outcome_unknown: return "outcome_unknown";
   }
   return "internal";
 }
 
 bool is_retriable(Errc code) noexcept {
-  return code == Errc::connection || code == Errc::timeout || code == Errc::broker || code == Errc::io;
+  return code == Errc::connection || code == Errc::timeout || code == Errc::broker || code == Errc::io ||
+         code == Errc::outcome_unknown;
 }
 
+namespace {
+
+class Category final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "babelqueue"; }
+
+  std::string message(int value) const override { return std::string(to_string(static_cast<Errc>(value))); }
+
+  std::error_condition default_error_condition(int value) const noexcept override {
+    switch (static_cast<Errc>(value)) {
+      case Errc::invalid_argument: return std::errc::invalid_argument;
+      case Errc::timeout: return std::errc::timed_out;
+      case Errc::unsupported: return std::errc::operation_not_supported;
+      case Errc::auth: return std::errc::permission_denied;
+      case Errc::io: return std::errc::io_error;
+      case Errc::connection: return std::errc::not_connected;
+      default: return {value, *this};
+    }
+  }
+};
+
+}  // namespace
+
+const std::error_category& error_category() noexcept {
+  static const Category category;
+  return category;
+}
+
+std::error_code make_error_code(Errc code) noexcept { return {static_cast<int>(code), error_category()}; }
+
+std::string_view ErrorInfo::native_code() const noexcept { return native_ ? native_->code : std::string_view(); }
+
+std::string_view ErrorInfo::native_message() const noexcept { return native_ ? native_->message : std::string_view(); }
+
+ErrorInfo& ErrorInfo::with_native(std::string code, std::string message) & {
+  native_ = std::make_shared<const Native>(Native{std::move(code), std::move(message)});
+  return *this;
+}
+
+ErrorInfo&& ErrorInfo::with_native(std::string code, std::string message) && {
+  return std::move(with_native(std::move(code), std::move(message)));
+}
+
+std::optional<Rejection> ErrorInfo::rejection() const noexcept {
+  if (!has_rejection_) return std::nullopt;
+  return static_cast<Rejection>(rejection_);
+}
+
+ErrorInfo& ErrorInfo::with_rejection(Rejection reason) & {
+  has_rejection_ = true;
+  rejection_ = static_cast<int>(reason);
+  return *this;
+}
+
+ErrorInfo&& ErrorInfo::with_rejection(Rejection reason) && { return std::move(with_rejection(reason)); }
+
 Error::Error(ErrorInfo info)
-    : std::runtime_error(std::string(to_string(info.code())) + ": " + info.message()), info_(std::move(info)) {}
+    : std::system_error(make_error_code(info.code())),
+      info_(std::move(info)),
+      what_(std::make_shared<const std::string>(std::string(to_string(info_.code())) + ": " + info_.message())) {}
+
+const char* Error::what() const noexcept { return what_->c_str(); }
 
 namespace {
 constexpr std::array<std::pair<Rejection, std::string_view>, 13> kRejectionNames{{
@@ -65,11 +128,16 @@ std::optional<Rejection> rejection_from_string(std::string_view name) noexcept {
   return std::nullopt;
 }
 
-ErrorInfo to_error_info(const DecodeError& error) {
-  Errc code = Errc::rejected;
-  if (error.reason == Rejection::invalid_utf8) code = Errc::invalid_utf8;
-  if (error.reason == Rejection::invalid_json) code = Errc::invalid_json;
-  return ErrorInfo(code, std::string(to_string(error.reason)) + ": " + error.detail);
+Errc DecodeError::code() const noexcept {
+  if (reason == Rejection::invalid_utf8) return Errc::invalid_utf8;
+  if (reason == Rejection::invalid_json) return Errc::invalid_json;
+  return Errc::rejected;
 }
+
+std::string DecodeError::message() const { return std::string(to_string(reason)) + ": " + detail; }
+
+DecodeError::operator ErrorInfo() const { return ErrorInfo(code(), message(), false).with_rejection(reason); }
+
+ErrorInfo to_error_info(const DecodeError& error) { return ErrorInfo(error); }
 
 }  // namespace babelqueue

@@ -32,9 +32,16 @@ Result<std::deque<Delivery>> drain_reserved(Transport& transport, std::string_vi
 }  // namespace
 
 Result<RedriveResult> redrive(Transport& transport, std::string_view dead_letter_queue, const RedriveOptions& options) {
+  RedriveResult progress;
+  return redrive(transport, dead_letter_queue, options, progress);
+}
+
+Result<RedriveResult> redrive(Transport& transport, std::string_view dead_letter_queue, const RedriveOptions& options,
+                              RedriveResult& progress) {
+  progress = RedriveResult{};
   auto taken = drain_reserved(transport, dead_letter_queue, options);
   if (!taken) return unexpected(taken.error());
-  RedriveResult result;
+  RedriveResult& result = progress;
   auto restore = [&](const Delivery& d, RedriveItem& item, std::string note) {
     item.note = std::move(note);
     ++result.skipped;
@@ -84,6 +91,7 @@ Result<RedriveResult> redrive(Transport& transport, std::string_view dead_letter
       if (options.bypass) publish.headers[std::string(kReplayBypassHeader)] = "1";
       auto published = body ? transport.publish(item.to, *body, publish) : Result<void>(unexpected(body.error()));
       if (!published) {
+        const std::string target = item.to;
         restore(d, item, "publish failed: " + published.error().message());
         result.items.push_back(std::move(item));
         result.error = published.error();
@@ -93,7 +101,11 @@ Result<RedriveResult> redrive(Transport& transport, std::string_view dead_letter
           restore(rest, skipped, "not processed after an earlier failure");
           result.items.push_back(std::move(skipped));
         }
-        return result;
+        const ErrorInfo& cause = published.error();
+        return unexpected(cause.with_message(
+            "redrive of " + std::string(dead_letter_queue) + " stopped after " + std::to_string(result.redriven) +
+            " redriven: publishing to " + target + " failed: " + cause.message() + "; that message and " +
+            std::to_string(deliveries.size()) + " later one(s) were restored to the dead-letter queue"));
       }
       item.redriven = true;
       item.bypassed = options.bypass;

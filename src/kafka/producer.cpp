@@ -15,8 +15,20 @@ void add_header(rd_kafka_headers_t* headers, std::string_view name, std::string_
 void DeliveryGroup::report(RdKafka::Message& message) {
   std::lock_guard lock(mutex);
   if (message.err() != RdKafka::ERR_NO_ERROR && !first_error) {
-    first_error.emplace(errc_of(message.err()), "the broker did not confirm the record on topic " +
-                                                    message.topic_name() + ": " + message.errstr());
+    const std::string native = rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(message.err()));
+    // librdkafka knows whether the record may have reached the broker (sent,
+    // then a timeout or a lost connection): then the outcome is unknown, not
+    // a failure that a re-send repairs without a duplicate.
+    if (message.status() == RdKafka::Message::MSG_STATUS_POSSIBLY_PERSISTED) {
+      first_error.emplace(ErrorInfo(Errc::outcome_unknown, "no confirmation for the record on topic " +
+                                                               message.topic_name() + ": " + message.errstr() +
+                                                               " (outcome unknown: the broker may have stored it)")
+                              .with_native(native, message.errstr()));
+    } else {
+      first_error.emplace(ErrorInfo(errc_of(message.err()), "the broker did not confirm the record on topic " +
+                                                                message.topic_name() + ": " + message.errstr())
+                              .with_native(native, message.errstr()));
+    }
   }
   --remaining;
 }
@@ -115,8 +127,9 @@ Result<void> Producer::Publication::add(OutgoingRecord& out) {
   if (code != RD_KAFKA_RESP_ERR_NO_ERROR) {
     std::lock_guard lock(group_.mutex);
     --group_.remaining;
-    return unexpected(errc_of(static_cast<RdKafka::ErrorCode>(code)),
-                      "could not produce to topic " + std::string(out.topic) + ": " + rd_kafka_err2str(code));
+    return unexpected(ErrorInfo(errc_of(static_cast<RdKafka::ErrorCode>(code)),
+                                "could not produce to topic " + std::string(out.topic) + ": " + rd_kafka_err2str(code))
+                          .with_native(rd_kafka_err2name(code), rd_kafka_err2str(code)));
   }
   (void)out.headers.release();  // librdkafka owns them now
   ++produced_;

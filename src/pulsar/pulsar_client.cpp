@@ -95,7 +95,7 @@ ErrorInfo server_error(const Command& c, std::string_view what) {
   const std::int32_t code = c.error.value_or(0);
   std::string text = std::string(what) + ": " + server_error_name(code);
   if (!c.message.empty()) text += " (" + c.message + ")";
-  return ErrorInfo{errc_of(code), std::move(text)};
+  return ErrorInfo{errc_of(code), std::move(text)}.with_native(server_error_name(code), c.message);
 }
 
 }  // namespace
@@ -275,8 +275,8 @@ class Client::Impl {
     if (op->finished()) {
       if (!op->error) return {};
       if (op->messages.size() == 1) return unexpected(*op->error);
-      return unexpected(op->error->code(), op->error->message() + " (" + std::to_string(op->confirmed) + " of " +
-                                               std::to_string(op->messages.size()) + " messages were accepted)");
+      return unexpected(op->error->with_message(op->error->message() + " (" + std::to_string(op->confirmed) + " of " +
+                                                std::to_string(op->messages.size()) + " messages were accepted)"));
     }
     op->abandoned = true;
     const std::size_t not_sent = op->messages.size() - op->sent;
@@ -287,7 +287,11 @@ class Client::Impl {
             std::to_string(not_sent) + " not sent, " + std::to_string(unknown) +
             " with an unknown outcome (sent, unconfirmed)";
     if (op->error) text += "; " + op->error->message();
-    return unexpected(closed_ ? Errc::closed : Errc::timeout, std::move(text));
+    // Sent and unconfirmed: the broker may hold them. Nothing sent: a plain
+    // timeout, which a re-send repairs.
+    Errc code = closed_ ? Errc::closed : Errc::timeout;
+    if (unknown > 0 && !closed_) code = Errc::outcome_unknown;
+    return unexpected(code, std::move(text));
   }
 
   Result<std::vector<InMessage>> receive(const std::string& topic, const std::string& subscription, std::size_t max,
@@ -755,7 +759,7 @@ class Client::Impl {
       auto& op = entry.first;
       op->answered += entry.second.size();
       if (!op->error) {
-        op->error = ErrorInfo{Errc::connection,
+        op->error = ErrorInfo{Errc::outcome_unknown,
                               "the connection dropped before the broker confirmed (outcome unknown: "
                               "the message may have arrived): " +
                                   error.message()};

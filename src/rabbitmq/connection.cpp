@@ -71,18 +71,17 @@ AmqpFailure failure_of(const amqp_rpc_reply_t& reply, const std::string& what) {
     case AMQP_RESPONSE_SERVER_EXCEPTION:
       if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
         const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
+        const std::string native = std::to_string(close->reply_code) + " " + std::string(view(close->reply_text));
         return AmqpFailure{ErrorInfo(close->reply_code == 404 ? Errc::not_found : Errc::broker,
-                                     what + ": broker closed the channel: " + std::to_string(close->reply_code) + " " +
-                                         std::string(view(close->reply_text))),
+                                     what + ": broker closed the channel: " + native)
+                               .with_native(native),
                            0xFFFF};
       }
       if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
         const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
         const Errc code = close->reply_code == 403 || close->reply_code == 530 ? Errc::auth : Errc::connection;
-        return AmqpFailure{
-            ErrorInfo(code, what + ": broker closed the connection: " + std::to_string(close->reply_code) + " " +
-                                std::string(view(close->reply_text))),
-            0};
+        const std::string native = std::to_string(close->reply_code) + " " + std::string(view(close->reply_text));
+        return AmqpFailure{ErrorInfo(code, what + ": broker closed the connection: " + native).with_native(native), 0};
       }
       return AmqpFailure{ErrorInfo(Errc::broker, what + ": unexpected broker reply"), 0};
     case AMQP_RESPONSE_LIBRARY_EXCEPTION:

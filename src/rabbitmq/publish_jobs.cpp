@@ -80,10 +80,10 @@ bool PublishQueue::expire(const Locked& locked, Clock::time_point now, const std
     if (!progress.done && now >= job->deadline()) {
       const std::string& last_error = locked->last_error;
       progress.fail(progress.to_send.empty() ? 0 : progress.to_send.front(),
-                    ErrorInfo(Errc::timeout, "publish: not confirmed by " + endpoint + " within " +
-                                                 std::to_string(timeout.count()) +
-                                                 " ms (last error: " + (last_error.empty() ? "none" : last_error) +
-                                                 "; the message may or may not have been published)"));
+                    ErrorInfo(progress.sent ? Errc::outcome_unknown : Errc::timeout,
+                              "publish: not confirmed by " + endpoint + " within " + std::to_string(timeout.count()) +
+                                  " ms (last error: " + (last_error.empty() ? "none" : last_error) +
+                                  "; the message may or may not have been published)"));
       any = true;
     }
   }

@@ -45,6 +45,10 @@ struct PublishProgress {
   std::optional<ErrorInfo> error;  // the first failure
   std::optional<std::size_t> failed_index;
   bool done = false;
+  // A message of the job went on the wire at least once: a job that ends
+  // unconfirmed then has an unknown outcome (the broker may hold it), not
+  // a plain timeout.
+  bool sent = false;
 
   // Ends the job with this failure, unless it ended already.
   void fail(std::size_t index, const ErrorInfo& why);

@@ -24,11 +24,14 @@ std::vector<std::string> ConfirmTracker::confirm(const Locked& locked, std::uint
     if (progress.done) return;
     const PublishItem& item = job.items()[pending.index];
     if (pending.returned) {
-      progress.fail(pending.index, ErrorInfo(Errc::not_found, pending.return_text));
+      progress.fail(
+          pending.index,
+          ErrorInfo(Errc::not_found, pending.return_text).with_native(pending.return_code, pending.return_text));
       gone.push_back(item.routing_key);
     } else if (!ack) {
       progress.fail(pending.index, ErrorInfo(Errc::broker, "publish to " + item.queue +
-                                                               ": the broker refused the message (basic.nack)"));
+                                                               ": the broker refused the message (basic.nack)")
+                                       .with_native("basic.nack"));
     } else if (++progress.confirmed == job.items().size()) {
       progress.done = true;
     }
@@ -56,6 +59,7 @@ void ConfirmTracker::returned(std::string_view routing_key, std::string_view bod
     const PublishItem& item = pending.job->items()[pending.index];
     if (!pending.returned && item.routing_key == routing_key && item.body == body) {
       pending.returned = true;
+      pending.return_code = std::to_string(reply_code) + " " + std::string(reply_text);
       pending.return_text = "publish to " + item.queue + ": unroutable, the broker returned it (" +
                             std::to_string(reply_code) + " " + std::string(reply_text) +
                             "): the queue does not exist (deleted after it was declared?)";
@@ -121,6 +125,7 @@ void Publisher::send() {
       connection_.set_lost(ErrorInfo(Errc::connection, "publish to " + item.queue + ": " + status_text(status)));
       return;
     }
+    progress.sent = true;
     if (options_.confirm) {
       confirms_.add(job, index);
     } else if (++progress.confirmed == job->items().size()) {

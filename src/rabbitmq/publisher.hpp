@@ -58,6 +58,7 @@ class ConfirmTracker {
     std::size_t index;
     bool returned = false;
     std::string return_text;
+    std::string return_code;  // the broker's reply code and text, e.g. "312 NO_ROUTE"
   };
   std::deque<Pending> pending_;
   std::uint64_t next_seq_ = 1;

@@ -88,9 +88,10 @@ class rabbitmq::Transport::State {
       if (!progress.error) {
         progress.error = locked->closed
                              ? ErrorInfo(Errc::closed, "publish: the transport was closed before the broker confirmed")
-                             : ErrorInfo(Errc::timeout, "publish: no confirm from " + endpoint_ + " within " +
-                                                            std::to_string(options_.publish_timeout.count()) +
-                                                            " ms (the message may or may not have been published)");
+                             : ErrorInfo(progress.sent ? Errc::outcome_unknown : Errc::timeout,
+                                         "publish: no confirm from " + endpoint_ + " within " +
+                                             std::to_string(options_.publish_timeout.count()) +
+                                             " ms (the message may or may not have been published)");
       }
     }
     if (progress.error) return unexpected(rabbitmq::detail::publish_error(progress, job->items().size()));

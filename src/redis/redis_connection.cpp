@@ -478,7 +478,17 @@ Result<std::vector<Reply>> Connection::execute_formatted(const std::string& byte
     return unexpected(written.error());
   }
   auto read = io_->read_replies(replies, deadline);
-  if (!read) broken_ = true;
+  if (!read) {
+    broken_ = true;
+    // The commands were sent: without their replies nobody knows whether
+    // Redis ran them (a publish may be in the list already).
+    const Errc code = read.error().code();
+    if (code == Errc::timeout || code == Errc::connection) {
+      return unexpected(
+          Errc::outcome_unknown,
+          read.error().message() + " after the command was sent (outcome unknown: Redis may have run it)");
+    }
+  }
   return read;
 }
 

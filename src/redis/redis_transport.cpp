@@ -348,14 +348,25 @@ class redis::Transport::State {
 
 namespace {
 
-// An error reply as an ErrorInfo naming what was refused.
+// An error reply as an ErrorInfo naming what was refused, with Redis's own
+// error code (the reply's first word: OOM, WRONGTYPE, NOPERM, ...) kept and
+// deciding whether the same command may succeed later: a full memory, a
+// server loading its data or a read-only replica may pass; a key of the
+// wrong type or a refused permission stays until someone changes it.
 ErrorInfo refused(std::string_view what, std::string_view queue, const Reply& reply) {
+  const std::string_view text = reply.text;
+  const std::string native(text.substr(0, std::min(text.find(' '), text.size())));
   Errc code = Errc::broker;
-  if (reply.text.rfind("NOAUTH", 0) == 0 || reply.text.rfind("NOPERM", 0) == 0 ||
-      reply.text.rfind("WRONGPASS", 0) == 0) {
+  bool retriable = is_retriable(Errc::broker);
+  if (native == "NOAUTH" || native == "NOPERM" || native == "WRONGPASS") {
     code = Errc::auth;
+    retriable = false;
+  } else if (native == "WRONGTYPE" || native == "EXECABORT") {
+    retriable = false;
   }
-  return ErrorInfo(code, "Redis refused " + std::string(what) + " on queue " + std::string(queue) + ": " + reply.text);
+  return ErrorInfo(code, "Redis refused " + std::string(what) + " on queue " + std::string(queue) + ": " + reply.text,
+                   retriable)
+      .with_native(native, reply.text);
 }
 
 std::string leases_key(std::string_view queue) { return std::string(queue).append(kLeasesSuffix); }
@@ -481,10 +492,10 @@ Result<void> redis::Transport::publish_batch(std::span<const OutgoingMessage> me
     }
     auto replies = state_->execute_formatted(wire, commands);
     if (!replies) {
-      return unexpected(replies.error().code(),
-                        replies.error().message() + " (publish_batch: " + std::to_string(published) + " of " +
-                            std::to_string(messages.size()) + " messages confirmed; the next " +
-                            std::to_string(chunk.size()) + " may or may not have been published)");
+      return unexpected(
+          replies.error().with_message(replies.error().message() + " (publish_batch: " + std::to_string(published) +
+                                       " of " + std::to_string(messages.size()) + " messages confirmed; the next " +
+                                       std::to_string(chunk.size()) + " may or may not have been published)"));
     }
     // A refused SCRIPT LOAD shows in the answers of the delayed messages
     // (NOSCRIPT), which name the message; the others were published.
@@ -493,8 +504,8 @@ Result<void> redis::Transport::publish_batch(std::span<const OutgoingMessage> me
       const Reply& reply = (*replies)[first + i];
       if (reply.is_error()) {
         const ErrorInfo why = refused("a publish", chunk[i].queue, reply);
-        return unexpected(why.code(), "message " + std::to_string(start + i) + " of the batch: " + why.message() +
-                                          "; " + std::to_string(published) + " published before it");
+        return unexpected(why.with_message("message " + std::to_string(start + i) + " of the batch: " + why.message() +
+                                           "; " + std::to_string(published) + " published before it"));
       }
       ++published;
     }

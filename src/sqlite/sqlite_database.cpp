@@ -25,21 +25,58 @@ Errc classify(int code) noexcept {
   }
 }
 
+// Whether the same call may succeed later, by what happened rather than by
+// the Errc: a lock held too long, a transient read or write error or a full
+// disk may pass; a file that is not a database (or is damaged), a path that
+// cannot be opened (a missing directory, a directory, no permission) or a
+// read-only file stays so until someone fixes it.
+bool retriable(int code) noexcept {
+  switch (code & 0xFF) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_PROTOCOL: return true;
+    default: return false;
+  }
+}
+
+// SQLite's name for the primary result code, kept as the error's native code.
+std::string native_name(int code) {
+  switch (code & 0xFF) {
+    case SQLITE_BUSY: return "SQLITE_BUSY";
+    case SQLITE_LOCKED: return "SQLITE_LOCKED";
+    case SQLITE_CANTOPEN: return "SQLITE_CANTOPEN";
+    case SQLITE_IOERR: return "SQLITE_IOERR";
+    case SQLITE_CORRUPT: return "SQLITE_CORRUPT";
+    case SQLITE_NOTADB: return "SQLITE_NOTADB";
+    case SQLITE_FULL: return "SQLITE_FULL";
+    case SQLITE_READONLY: return "SQLITE_READONLY";
+    case SQLITE_PERM: return "SQLITE_PERM";
+    case SQLITE_PROTOCOL: return "SQLITE_PROTOCOL";
+    case SQLITE_NOLFS: return "SQLITE_NOLFS";
+    case SQLITE_AUTH: return "SQLITE_AUTH";
+    case SQLITE_CONSTRAINT: return "SQLITE_CONSTRAINT";
+    case SQLITE_NOMEM: return "SQLITE_NOMEM";
+    default: return "SQLITE_ERROR (" + std::to_string(code) + ")";
+  }
+}
+
 }  // namespace
 
 ErrorInfo translate_error(sqlite3* db, int code, std::string_view doing, std::string_view path) {
   std::string message = "SQLite " + std::string(doing) + " on '" + std::string(path) + "' failed: ";
   // errmsg describes the connection's last error, which is this one unless
   // the code came from a failed bind (then errstr is the better text).
-  const char* detail =
-      db != nullptr && sqlite3_extended_errcode(db) == code ? sqlite3_errmsg(db) : sqlite3_errstr(code);
-  message += detail != nullptr ? detail : "unknown error";
+  const char* text = db != nullptr && sqlite3_extended_errcode(db) == code ? sqlite3_errmsg(db) : sqlite3_errstr(code);
+  const std::string detail = text != nullptr ? text : "unknown error";
+  message += detail;
   const Errc kind = classify(code);
   if (kind == Errc::timeout) message += " (another connection held the lock longer than busy_timeout)";
   if ((code & 0xFF) == SQLITE_NOTADB || (code & 0xFF) == SQLITE_CORRUPT) {
     message += " (the file is not a SQLite database, or it is damaged)";
   }
-  return ErrorInfo(kind, std::move(message));
+  return ErrorInfo(kind, std::move(message), retriable(code)).with_native(native_name(code), detail);
 }
 
 Result<Database> Database::open(const std::string& path, std::chrono::milliseconds busy_timeout) {
@@ -49,10 +86,12 @@ Result<Database> Database::open(const std::string& path, std::chrono::millisecon
   ConnectionHandle db(raw);  // owned even on failure: SQLite allocates a handle to carry the message
   if (rc != SQLITE_OK) {
     // Whatever SQLite says (cannot open, permission, out of memory), the
-    // caller's fix is about the file, so it is an I/O error naming the path.
-    const std::string detail = db ? sqlite3_errmsg(db.get()) : sqlite3_errstr(rc);
-    return unexpected(Errc::io, "cannot open SQLite database '" + path + "': " + detail +
-                                    " (does its directory exist, and may this process write there?)");
+    // caller's fix is about the file, so it is an I/O error naming the path;
+    // retrying does not create a missing directory or grant a permission.
+    std::string detail = db ? sqlite3_errmsg(db.get()) : sqlite3_errstr(rc);
+    std::string message = "cannot open SQLite database '" + path + "': " + detail +
+                          " (does its directory exist, and may this process write there?)";
+    return unexpected(ErrorInfo(Errc::io, std::move(message), retriable(rc)).with_native(native_name(rc), detail));
   }
   sqlite3_extended_result_codes(db.get(), 1);
   const auto busy_ms = busy_timeout.count() > INT32_MAX ? INT32_MAX : static_cast<int>(busy_timeout.count());

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cctype>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace babelqueue::sqs {
@@ -120,11 +121,19 @@ class CurlHttpClient final : public HttpClient {
       curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
     }
 
+    // libcurl's own sentence for a failure (it names a TLS alert, for one).
+    char detail[CURL_ERROR_SIZE] = {};
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
     const CURLcode code = perform(connection, request);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
     if (code != CURLE_OK) {
       // A failed handle may hold a broken connection: drop it.
-      return unexpected(error_for(code, request.url));
+      // Whether the request went out decides between "not sent" and "sent,
+      // no answer" (the server may have acted on it).
+      long sent_bytes = 0;  // NOLINT(google-runtime-int): libcurl's type
+      curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &sent_bytes);
+      return unexpected(error_for(code, request.url, sent_bytes > 0, detail));
     }
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
     give_back(std::move(connection));
@@ -189,8 +198,22 @@ class CurlHttpClient final : public HttpClient {
     if (idle_.size() < options_.max_idle_connections) idle_.push_back(std::move(connection));
   }
 
-  ErrorInfo error_for(CURLcode code, const std::string& url) const {
+  ErrorInfo error_for(CURLcode code, const std::string& url, bool sent, std::string_view detail) const {
     const std::string where = " (" + host_of(url) + "): " + curl_easy_strerror(code);
+    const bool lost_answer = code == CURLE_OPERATION_TIMEDOUT || code == CURLE_RECV_ERROR ||
+                             code == CURLE_GOT_NOTHING || code == CURLE_PARTIAL_FILE;
+    // A TLS alert ends the session before the server's application read
+    // the request (TLS 1.3 checks a client certificate after the client
+    // already sent it): refused, not unknown.
+    if (detail.find("alert") != std::string_view::npos) {
+      return ErrorInfo(Errc::connection, "TLS with the SQS endpoint failed" + where + " (" + std::string(detail) + ")")
+          .with_native("CURLcode " + std::to_string(static_cast<int>(code)), std::string(detail));
+    }
+    if (sent && lost_answer) {
+      return ErrorInfo(Errc::outcome_unknown, "the SQS request was sent but no complete answer came" + where +
+                                                  " (outcome unknown: SQS may have acted on it)")
+          .with_native("CURLcode " + std::to_string(static_cast<int>(code)), curl_easy_strerror(code));
+    }
     switch (code) {
       case CURLE_ABORTED_BY_CALLBACK: return {Errc::closed, "the SQS HTTP client is closed"};
       case CURLE_OPERATION_TIMEDOUT: return {Errc::timeout, "the SQS request timed out" + where};

@@ -337,8 +337,8 @@ Result<Value> sqs::Transport::State::call(std::string_view operation, std::strin
   if (!response) {
     if (closed.load()) return closed_error();
     note_no_answer(operation, response.error());
-    return unexpected(response.error().code(),
-                      "SQS " + std::string(operation) + " failed: " + response.error().message());
+    return unexpected(
+        response.error().with_message("SQS " + std::string(operation) + " failed: " + response.error().message()));
   }
   note_answer();
   std::optional<Value> parsed;
@@ -367,7 +367,9 @@ Result<Value> sqs::Transport::State::call(std::string_view operation, std::strin
                            (code.empty() ? "" : " " + code));
   if (!message.empty()) text += ": " + message;
   if (code.empty() && !parsed && !response->body.empty()) text += ": " + response->body.substr(0, 200);
-  return unexpected(errc_for(code, response->status), std::move(text));
+  // SQS's own code and message stay with the error, whatever Errc they map to.
+  return unexpected(ErrorInfo(errc_for(code, response->status), std::move(text))
+                        .with_native(code.empty() ? "HTTP " + std::to_string(response->status) : code, message));
 }
 
 Result<std::string> sqs::Transport::State::create_queue(std::string_view name) {

@@ -6,6 +6,7 @@
 #include "../../src/rabbitmq/delay_buckets.hpp"
 #include "rabbitmq_raw.hpp"
 #include "rabbitmq_test_env.hpp"
+#include "reply_dropping_proxy.hpp"
 
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/rabbitmq/transport.hpp>
@@ -159,9 +160,34 @@ TEST(RabbitmqTransport, AnUnroutableMessageIsAnErrorNotASilentDrop) {
   EXPECT_EQ(lost.error().code(), bq::Errc::not_found);
   EXPECT_NE(lost.error().message().find(queue), std::string::npos) << lost.error().message();
   EXPECT_NE(lost.error().message().find("unroutable"), std::string::npos) << lost.error().message();
+  EXPECT_EQ(lost.error().native_code(), "312 NO_ROUTE") << "the broker's own reply code is kept";
+  EXPECT_FALSE(lost.error().retriable());
   // The next publish declares the queue again.
   ASSERT_TRUE(transport->publish(queue, "third"));
   EXPECT_EQ(wait_count(client, queue, 1), 1);
+  ASSERT_TRUE(client.delete_queue(queue));
+}
+
+// The broker enqueued the message, its confirm never reached the client:
+// the publish fails as outcome_unknown (it may be there), not as a timeout
+// (which says it was not sent). A proxy swallows everything the broker sends
+// after the first, confirmed publish.
+TEST(RabbitmqTransport, APublishWhoseConfirmWasLostIsOutcomeUnknown) {
+  const std::string queue = rmq::unique_queue("unknown");
+  std::string url = rmq::url();  // amqp://user:password@127.0.0.1:PORT/vhost
+  const std::size_t port_at = url.rfind(':') + 1;
+  const std::size_t port_length = url.find('/', port_at) - port_at;
+  bq::test_support::ReplyDroppingProxy proxy(std::stoi(url.substr(port_at, port_length)));
+  url.replace(port_at, port_length, std::to_string(proxy.port()));
+  auto transport = rmq::open_url(url + "?publish_timeout=1s");
+  ASSERT_TRUE(transport->publish(queue, "confirmed"));
+  proxy.drop_replies();
+  auto unknown = transport->publish(queue, "unconfirmed");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code(), bq::Errc::outcome_unknown) << unknown.error().message();
+  Client client = raw_client();
+  EXPECT_EQ(wait_count(client, queue, 2), 2) << "the broker holds the message whose publish failed";
+  transport->close(std::chrono::milliseconds(200));
   ASSERT_TRUE(client.delete_queue(queue));
 }
 

@@ -4,10 +4,12 @@
 // crash safety, dead-lettering and bad input, TLS and AUTH refusals.
 #include "redis_frame.hpp"
 #include "redis_test_support.hpp"
+#include "reply_dropping_proxy.hpp"
 #include "transport_contract.hpp"
 
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/json.hpp>
+#include <babelqueue/publisher.hpp>
 #include <babelqueue/redis/transport.hpp>
 #include <babelqueue/worker.hpp>
 
@@ -20,6 +22,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <set>
 #include <string>
@@ -522,6 +525,61 @@ TEST(RedisTransportBatch, AFailedMessageIsNamed) {
   EXPECT_NE(published.error().message().find("WRONGTYPE"), std::string::npos);
   EXPECT_NE(published.error().message().find(queue), std::string::npos);
   raw.run({"DEL", queue, batch[0].queue});
+}
+
+// ---- refusals and unknown outcomes, through the Publisher ----
+
+// A publish Redis refuses is reported, synchronously and through the
+// callback, with Redis's own code; a key of the wrong type stays so, so it is
+// not retried (retriability decided where the refusal arose).
+TEST(RedisPublisher, ARefusedPublishIsReportedSynchronouslyAndThroughTheCallback) {
+  Raw raw;
+  const std::string queue = fresh_queue("refused");
+  raw.run({"SET", queue, "a string, not a list"});
+  bq::PublisherOptions options;
+  options.default_queue = queue;
+  options.log = {};
+  bq::Publisher publisher(open_or_die(bq::redis_test::plain_url()), options);
+
+  auto refused = publisher.publish("urn:babel:orders:created", bq::Value::object({{"order_id", 1}}));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), Errc::broker);
+  EXPECT_FALSE(refused.error().retriable());
+  EXPECT_EQ(refused.error().native_code(), "WRONGTYPE");
+  EXPECT_NE(refused.error().native_message().find("WRONGTYPE"), std::string::npos);
+  EXPECT_EQ(refused.error().message().find("tries"), std::string::npos) << "sent once: " << refused.error().message();
+
+  std::promise<bq::Result<bq::PublishReceipt>> called;
+  publisher.publish_async("urn:babel:orders:created", bq::Value::object({{"order_id", 2}}),
+                          [&](bq::Result<bq::PublishReceipt> outcome) { called.set_value(std::move(outcome)); });
+  auto through_callback = called.get_future().get();
+  ASSERT_FALSE(through_callback);
+  EXPECT_EQ(through_callback.error().native_code(), "WRONGTYPE");
+
+  auto future = publisher.publish_async("urn:babel:orders:created", bq::Value::object({{"order_id", 3}})).get();
+  ASSERT_FALSE(future);
+  EXPECT_EQ(future.error().code(), Errc::broker);
+  EXPECT_EQ(raw.run({"TYPE", queue}), std::vector<std::string>{"string"});
+  raw.run({"DEL", queue});
+}
+
+// A publish whose reply does not come: Redis ran it, so the error must say
+// the outcome is unknown, not that it timed out (which reads "not sent").
+TEST(RedisPublisher, APublishWhoseReplyDidNotArriveIsOutcomeUnknown) {
+  Raw raw;
+  const std::string queue = fresh_queue("unknown");
+  bq::test_support::ReplyDroppingProxy proxy(bq::redis_test::plain_port());
+  auto transport =
+      open_or_die("redis://127.0.0.1:" + std::to_string(proxy.port()) + "/0?command_timeout=300ms&max_connections=1");
+  ASSERT_TRUE(transport->publish(queue, "confirmed"));
+  proxy.drop_replies();
+  auto unknown = transport->publish(queue, "unconfirmed");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code(), Errc::outcome_unknown) << unknown.error().message();
+  EXPECT_TRUE(unknown.error().retriable());
+  EXPECT_EQ(raw.run({"LRANGE", queue, "0", "-1"}), (std::vector<std::string>{"confirmed", "unconfirmed"}))
+      << "Redis holds the message whose publish failed";
+  raw.run({"DEL", queue});
 }
 
 // ---- TLS and AUTH ----

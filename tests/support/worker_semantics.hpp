@@ -801,8 +801,19 @@ TEST_P(WorkerTest, RedriveMovesDeadLettersBackAndRestoresTheRest) {
   faulty().fail_next_publishes(1, bq::Errc::connection, "orders");
   bq::RedriveOptions all;
   all.wait = 100ms;
-  auto failed = bq::redrive(transport(), "orders.dlq", all).value();
-  ASSERT_TRUE(failed.error);
+  // The run fails (not a success holding an error), and the four-argument
+  // form still tells what was done before it stopped.
+  bq::RedriveResult progress;
+  auto failed = bq::redrive(transport(), "orders.dlq", all, progress);
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().code(), bq::Errc::connection);
+  EXPECT_TRUE(failed.error().retriable());
+  EXPECT_NE(failed.error().message().find("stopped after 0 redriven"), std::string::npos) << failed.error().message();
+  ASSERT_TRUE(progress.error);
+  EXPECT_EQ(progress.items.size(), 2U);
+  faulty().fail_next_publishes(1, bq::Errc::connection, "orders");
+  EXPECT_EQ(bq::redrive(transport(), "orders.dlq", all).error().code(), bq::Errc::connection)
+      << "the three-argument form fails too";
   EXPECT_EQ(take_all("orders.dlq").size(), 2U);
   (void)id2;
 }

@@ -284,6 +284,11 @@ TEST(SqliteTransport, AnUnopenablePathIsAnIoErrorNamingIt) {
   ASSERT_FALSE(transport);
   EXPECT_EQ(transport.error().code(), bq::Errc::io);
   EXPECT_NE(transport.error().message().find(options.path), std::string::npos) << transport.error().message();
+  // Retrying does not create the directory: terminal, decided where SQLite
+  // said so, with SQLite's own code kept.
+  EXPECT_FALSE(transport.error().retriable());
+  EXPECT_EQ(transport.error().native_code(), "SQLITE_CANTOPEN");
+  EXPECT_FALSE(transport.error().native_message().empty());
 }
 
 TEST(SqliteTransport, ACorruptFileIsAnIoError) {
@@ -298,6 +303,9 @@ TEST(SqliteTransport, ACorruptFileIsAnIoError) {
   ASSERT_FALSE(transport);
   EXPECT_EQ(transport.error().code(), bq::Errc::io) << transport.error().message();
   EXPECT_NE(transport.error().message().find(path), std::string::npos) << transport.error().message();
+  // A text file stays a text file: not retriable.
+  EXPECT_FALSE(transport.error().retriable());
+  EXPECT_EQ(transport.error().native_code(), "SQLITE_NOTADB");
 }
 
 TEST(SqliteTransport, ASchemaFromANewerSdkIsRefused) {

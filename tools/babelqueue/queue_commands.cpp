@@ -198,10 +198,12 @@ int run_redrive(const GlobalOptions& global, const RedriveArgs& args) {
   options.dry_run = args.dry_run;
   options.bypass = args.bypass;
   options.wait = seconds(args.wait_seconds);
-  auto result = redrive(*transport, args.dlq, options);
+  RedriveResult progress;
+  auto result = redrive(*transport, args.dlq, options, progress);
   transport->close();
-  if (!result) return fail("redrive of " + args.dlq + " failed: " + result.error().message());
-  for (const RedriveItem& item : result->items) {
+  // A run that stopped midway still reports what it did before failing.
+  if (!result && progress.items.empty()) return fail("redrive of " + args.dlq + " failed: " + result.error().message());
+  for (const RedriveItem& item : progress.items) {
     if (item.redriven) {
       std::cout << "redriven " << or_dash(item.message_id) << ' ' << or_dash(item.urn) << " -> " << item.to;
       if (!item.note.empty()) std::cout << " (" << item.note << ')';
@@ -211,9 +213,9 @@ int run_redrive(const GlobalOptions& global, const RedriveArgs& args) {
     }
     std::cout << '\n';
   }
-  std::cout << "redriven " << result->redriven << ", skipped " << result->skipped << '\n';
+  std::cout << "redriven " << progress.redriven << ", skipped " << progress.skipped << '\n';
   std::cout.flush();
-  if (result->error) return fail("redrive stopped: " + result->error->message());
+  if (!result) return fail("redrive stopped: " + result.error().message());
   return kExitOk;
 }
 

@@ -63,7 +63,9 @@ class HttpClient {
 
   /// Sends one POST and returns whatever status the server answered. Fails
   /// only when no answer came: Errc::connection (unreachable, reset, TLS),
-  /// Errc::timeout, Errc::closed (after abort()).
+  /// Errc::timeout (nothing sent), Errc::outcome_unknown (the request was
+  /// sent, its answer did not come: the server may have acted on it),
+  /// Errc::closed (after abort()).
   virtual Result<HttpResponse> post(const HttpRequest& request) = 0;
 
   /// Makes posts in progress, and every later one, fail at once with
