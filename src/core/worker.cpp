@@ -61,6 +61,9 @@ struct Flight {
   Delivery delivery;
   std::atomic<int> state{running};
   std::chrono::steady_clock::time_point lease_renewed = std::chrono::steady_clock::now();
+  // meta.id once the body was decoded (for logs written by other threads).
+  std::string id;
+  std::atomic<bool> id_known{false};
   bool claim() {
     int expected = running;
     return state.compare_exchange_strong(expected, settling);
@@ -71,6 +74,14 @@ std::string concat(std::initializer_list<std::string_view> parts) {
   std::string out;
   for (auto p : parts) out.append(p);
   return out;
+}
+
+// "message <id> on <queue>", or "a message on <queue>" before its body was read.
+std::string message_label(const Flight& flight) {
+  if (flight.id_known.load(std::memory_order_acquire)) {
+    return concat({"message ", flight.id, " on ", flight.delivery.queue});
+  }
+  return concat({"a message on ", flight.delivery.queue});
 }
 
 }  // namespace
@@ -270,6 +281,7 @@ class Worker::Impl {
     std::lock_guard lock(mutex_);
     changed_.notify_all();
     room_.notify_all();
+    work_ready_.notify_all();
   }
 
   WorkerMetrics metrics_;
@@ -386,39 +398,56 @@ class Worker::Impl {
     changed_.wait_for(lock, d, [&] { return stop_requested_.load(); });
   }
 
-  // Ends a run: a stop releases what was buffered but not started; every
-  // run then lets in-flight handlers finish, abandoning (releasing) those
-  // still running at the shutdown deadline.
+  // Ends a run. A stop (before or during the wind-down) hands back what was
+  // buffered but not started, without running it; a run that ends by itself
+  // (idle, max messages) finishes its buffer. Either way in-flight handlers
+  // get the shutdown deadline, after which their messages are released
+  // (abandoned) and whatever is still buffered is handed back.
   void shutdown(std::vector<std::thread>& threads) {
     std::deque<std::shared_ptr<Flight>> unstarted;
-    {
-      std::lock_guard lock(mutex_);
-      if (stop_requested_.load()) unstarted.swap(buffer_);
-    }
-    for (const auto& f : unstarted) release(f->delivery, {}, "the worker is stopping");
-    {
-      std::unique_lock lock(mutex_);
-      // Without a stop (idle, max messages) buffered messages are finished too.
-      const auto deadline = std::chrono::steady_clock::now() + options_.shutdown_deadline;
-      changed_.wait_until(lock, deadline, [&] { return buffer_.empty() && flights_.empty(); });
-      shutting_down_ = true;
-      unstarted.swap(buffer_);
-      for (auto& flight : flights_) {
-        if (flight->state.exchange(Flight::abandoned) == Flight::running) {
-          abandoned_.push_back(flight);
-        }
+    std::unique_lock lock(mutex_);
+    const auto deadline = std::chrono::steady_clock::now() + options_.shutdown_deadline;
+    for (;;) {
+      if (stop_requested_.load() && !buffer_.empty()) {
+        unstarted.swap(buffer_);
+        lock.unlock();
+        release_unstarted(unstarted);
+        lock.lock();
+        continue;
       }
-      changed_.notify_all();
-      work_ready_.notify_all();
+      const bool settled = changed_.wait_until(lock, deadline, [&] {
+        return (buffer_.empty() && flights_.empty()) || (stop_requested_.load() && !buffer_.empty());
+      });
+      if (!settled) break;                             // the deadline passed
+      if (buffer_.empty() && flights_.empty()) break;  // everything settled
     }
-    for (const auto& f : unstarted) release(f->delivery, {}, "the worker is stopping");
+    shutting_down_ = true;
+    unstarted.swap(buffer_);
+    for (auto& flight : flights_) {
+      if (flight->state.exchange(Flight::abandoned) == Flight::running) {
+        abandoned_.push_back(flight);
+      }
+    }
+    changed_.notify_all();
+    work_ready_.notify_all();
+    lock.unlock();
+    release_unstarted(unstarted);
     for (const auto& flight : abandoned_) {
-      log(LogLevel::error, concat({"a handler outlived the shutdown deadline; its message ", flight->delivery.queue,
+      log(LogLevel::error, concat({"a handler outlived the shutdown deadline; ", message_label(*flight),
                                    " is released and will be delivered again"}));
       release(flight->delivery, {}, "shutdown deadline");
     }
     abandoned_.clear();
     for (auto& t : threads) t.join();
+  }
+
+  // Hands back messages that were received but never started, and forgets
+  // them: none of them runs in this run.
+  void release_unstarted(std::deque<std::shared_ptr<Flight>>& unstarted) {
+    for (const auto& f : unstarted) {
+      if (f->claim()) release(f->delivery, {}, "the worker is stopping");
+    }
+    unstarted.clear();
   }
 
   // Finishing one flight and taking the next happen under one lock: with
@@ -431,8 +460,11 @@ class Worker::Impl {
     const auto slot = mine.begin();
     std::unique_lock lock(mutex_);
     for (;;) {
-      work_ready_.wait(lock, [&] { return shutting_down_ || !buffer_.empty(); });
-      if (buffer_.empty()) return;  // shutting down
+      // After a stop nothing new starts: what is buffered is handed back by
+      // shutdown(), never run.
+      work_ready_.wait(lock, [&] { return shutting_down_ || (!buffer_.empty() && !stop_requested_.load()); });
+      if (shutting_down_) return;
+      if (stop_requested_.load()) continue;
       std::shared_ptr<Flight> finished = std::exchange(*slot, std::move(buffer_.front()));
       buffer_.pop_front();
       flights_.splice(flights_.end(), mine, slot);
@@ -493,6 +525,8 @@ class Worker::Impl {
       return;
     }
     Envelope& env = *decoded;
+    flight.id = std::string(env.id());
+    flight.id_known.store(true, std::memory_order_release);
     if (auto verdict = accepts(env); !verdict) {
       poison(flight, &env, *verdict.reason(), "the envelope breaks a rule of the wire contract");
       return;
