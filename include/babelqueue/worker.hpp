@@ -60,6 +60,7 @@ struct WorkerMetricsSnapshot {
   std::uint64_t dropped = 0;        // acked without being handled or dead-lettered, by choice
   std::uint64_t released = 0;       // handed back to the broker for redelivery
   std::uint64_t settle_errors = 0;  // ack / release / publish calls that failed
+  std::uint64_t lease_expired = 0;  // received, then not run: the lease ended before a handler was free
 };
 
 class WorkerMetrics {
@@ -69,7 +70,7 @@ class WorkerMetrics {
  private:
   friend class Worker;
   std::atomic<std::uint64_t> received{0}, succeeded{0}, failed{0}, retried{0}, dead_lettered{0}, poison{0},
-      unknown_urn{0}, dropped{0}, released{0}, settle_errors{0};
+      unknown_urn{0}, dropped{0}, released{0}, settle_errors{0}, lease_expired{0};
 };
 
 struct PublishParams {

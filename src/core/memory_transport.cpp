@@ -208,7 +208,10 @@ Result<std::vector<Delivery>> memory::Transport::receive(std::string_view queue,
         delivery.native_attempts = message.deliveries - 1;
         delivery.token.id = next_token_id.fetch_add(1, std::memory_order_relaxed);
         Reservation reservation{std::move(message), Clock::time_point::max()};
-        if (options_.visibility_timeout.count() > 0) reservation.expires = now + options_.visibility_timeout;
+        if (options_.visibility_timeout.count() > 0) {
+          reservation.expires = now + options_.visibility_timeout;
+          delivery.lease_deadline = reservation.expires;
+        }
         source.reserved.emplace(delivery.token.id, std::move(reservation));
         deliveries.push_back(std::move(delivery));
       }

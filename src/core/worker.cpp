@@ -45,6 +45,7 @@ WorkerMetricsSnapshot WorkerMetrics::snapshot() const noexcept {
   s.dropped = dropped.load();
   s.released = released.load();
   s.settle_errors = settle_errors.load();
+  s.lease_expired = lease_expired.load();
   return s;
 }
 
@@ -57,10 +58,14 @@ namespace {
 // `running` first owns it.
 struct Flight {
   enum State { running, settling, abandoned };
-  explicit Flight(Delivery d) : delivery(std::move(d)) {}
+  explicit Flight(Delivery d) : delivery(std::move(d)), lease_deadline(delivery.lease_deadline) {}
   Delivery delivery;
   std::atomic<int> state{running};
   std::chrono::steady_clock::time_point lease_renewed = std::chrono::steady_clock::now();
+  // Delivery::lease_deadline, moved on by each extension that succeeded
+  // (under the worker's mutex).
+  std::optional<std::chrono::steady_clock::time_point> lease_deadline;
+  bool lease_lost(std::chrono::steady_clock::time_point now) const { return lease_deadline && now >= *lease_deadline; }
   // meta.id once the body was decoded (for logs written by other threads).
   std::string id;
   std::atomic<bool> id_known{false};
@@ -467,6 +472,21 @@ class Worker::Impl {
       if (stop_requested_.load()) continue;
       std::shared_ptr<Flight> finished = std::exchange(*slot, std::move(buffer_.front()));
       buffer_.pop_front();
+      if ((*slot)->lease_lost(std::chrono::steady_clock::now())) {
+        // Waited too long in the buffer (a paused process, a lease that
+        // could not be extended): the broker has handed it, or will hand it,
+        // to another consumer. Neither run nor settled here.
+        std::shared_ptr<Flight> lost = std::exchange(*slot, nullptr);
+        const bool refill = has_room();
+        lock.unlock();
+        finished.reset();
+        if (refill) room_.notify_one();
+        drop_expired(*lost);
+        lost.reset();
+        lock.lock();
+        if (buffer_.empty() && flights_.empty()) changed_.notify_all();
+        continue;
+      }
       flights_.splice(flights_.end(), mine, slot);
       const bool refill = has_room();
       lock.unlock();
@@ -493,7 +513,9 @@ class Worker::Impl {
       std::vector<std::shared_ptr<Flight>> due;
       auto collect = [&](const auto& flights) {
         for (const auto& f : flights) {
-          if (f->state.load() == Flight::running && now - f->lease_renewed >= period) {
+          // A lease already past is not renewed: another consumer may hold
+          // the message by now, and a buffered one is dropped unrun.
+          if (f->state.load() == Flight::running && now - f->lease_renewed >= period && !f->lease_lost(now)) {
             f->lease_renewed = now;
             due.push_back(f);
           }
@@ -503,12 +525,30 @@ class Worker::Impl {
       collect(flights_);
       lock.unlock();
       for (const auto& f : due) {
-        if (auto r = transport_.extend(f->delivery, extension); !r) {
-          log(LogLevel::warning, "could not extend a message's lease: " + r.error().message());
+        const auto asked = std::chrono::steady_clock::now();
+        auto extended = transport_.extend(f->delivery, extension);
+        if (!extended) {
+          log(LogLevel::warning, concat({"could not extend the lease of ", message_label(*f), ": ",
+                                         std::string_view(extended.error().message())}));
         }
+        lock.lock();
+        if (extended && f->lease_deadline) {
+          f->lease_deadline = std::max(*f->lease_deadline, asked + extension);
+        } else if (!extended && extended.error().code() == Errc::not_found) {
+          f->lease_deadline = asked;  // no longer ours
+        }
+        lock.unlock();
       }
       lock.lock();
     }
+  }
+
+  // A buffered message whose lease passed before a handler could start it.
+  void drop_expired(const Flight& flight) {
+    metrics_.lease_expired++;
+    log(LogLevel::warning, concat({"the lease of ", message_label(flight),
+                                   " ended before a handler could start it: not run here, the broker delivers it "
+                                   "again"}));
   }
 
   // ---- one delivery ----

@@ -255,6 +255,8 @@ Result<std::vector<Delivery>> sqlite::Transport::State::claim(std::string_view q
   return db.write_transaction("receive", [&]() -> Result<std::vector<Delivery>> {
     const std::int64_t now = now_epoch_ms();
     const std::int64_t reserved_until = now + to_ms(options.visibility_timeout);
+    // The same lease on this process's steady clock, for the runtime.
+    const auto lease_deadline = std::chrono::steady_clock::now() + options.visibility_timeout;
     std::vector<Delivery> deliveries;
     // Read the rows first, update them after: updating available_at moves a
     // row inside the index the SELECT is walking.
@@ -276,6 +278,7 @@ Result<std::vector<Delivery>> sqlite::Transport::State::claim(std::string_view q
         // deliveries counts the earlier receives: this one is number deliveries + 1.
         delivery.native_attempts = select.column_int64(3);
         delivery.token.text = uuid_v4();
+        delivery.lease_deadline = lease_deadline;
         deliveries.push_back(std::move(delivery));
       }
     }

@@ -770,9 +770,15 @@ Result<std::vector<Delivery>> sqs::Transport::receive(std::string_view queue, st
                         "receiving from SQS queue '" + std::string(queue) + "' failed: " + received.error().message());
     }
     std::vector<Delivery> deliveries;
+    // A long poll grants the visibility timeout when it answers, at a moment
+    // of the wait the client cannot know: the reply's arrival is the nearest.
+    const auto lease_deadline = Clock::now() + state_->options.visibility_timeout;
     if (const Value* messages = received->find("Messages"); messages != nullptr && messages->is_array()) {
       deliveries.reserve(messages->as_array().size());
-      for (const Value& message : messages->as_array()) deliveries.push_back(state_->to_delivery(queue, message));
+      for (const Value& message : messages->as_array()) {
+        deliveries.push_back(state_->to_delivery(queue, message));
+        deliveries.back().lease_deadline = lease_deadline;
+      }
     }
     if (!deliveries.empty()) return deliveries;
     const auto now = Clock::now();

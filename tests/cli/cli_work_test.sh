@@ -194,6 +194,36 @@ check "SIGTERM: its message was acked" "$(empty slow)" "$(stats slow)"
 contains "SIGTERM: said so" "SIGTERM: finishing the messages in flight" "$(cat "$tmp/slow.err")"
 contains "SIGTERM: summary" "babelqueue: work slow stopped: processed 1, succeeded 1" "$(cat "$tmp/slow.err")"
 
+# ---- SIGSTOP past the leases: what the paused worker had buffered is not run ---------------------
+# Worker A receives six messages (one starts, five wait in its buffer) and is
+# paused past the visibility timeout; worker B takes them all over. Resumed, A
+# must not run the five it had buffered: their leases are gone.
+cat >"$tmp/tagged.sh" <<EOF
+#!/bin/sh
+echo "\$TAG \$BQ_MESSAGE_ID" >>"$tmp/tagged.log"
+touch "$tmp/tagged.started"
+[ "\$TAG" = A ] && sleep 0.3
+exit 0
+EOF
+chmod +x "$tmp/tagged.sh"
+paused_url="sqlite://$tmp/paused.db?visibility_timeout=1s"
+BABELQUEUE_URL="$paused_url" "$bq" publish paused urn:a '{}' --count 6 >/dev/null
+TAG=A BABELQUEUE_URL="$paused_url" "$bq" work paused -- "$tmp/tagged.sh" 2>"$tmp/paused-a.err" &
+pid=$!
+for _ in $(seq 100); do [[ -e "$tmp/tagged.started" ]] && break; sleep 0.05; done
+kill -STOP "$pid"
+sleep 1.5
+TAG=B BABELQUEUE_URL="$paused_url" "$bq" work paused --idle-exit 0.5 -- "$tmp/tagged.sh" 2>/dev/null
+kill -CONT "$pid"
+sleep 1
+kill -TERM "$pid"
+wait "$pid"
+check "SIGSTOP: the paused worker ran only the message it had started" 1 "$(grep -c '^A ' "$tmp/tagged.log")"
+check "SIGSTOP: the other worker ran all six" 6 "$(grep '^B ' "$tmp/tagged.log" | sort -u | wc -l | tr -d ' ')"
+contains "SIGSTOP: said why" "ended before a handler could start it" "$(cat "$tmp/paused-a.err")"
+check "SIGSTOP: nothing left" '{"queue":"paused","ready":0,"reserved":0,"delayed":0}' \
+  "$(BABELQUEUE_URL="$paused_url" "$bq" stats paused)"
+
 # SIGINT on an idle worker.
 "$bq" work idle --idle-exit 30 -- true 2>/dev/null &
 pid=$!
