@@ -91,8 +91,17 @@ struct RunLimits {
   // Stop after this many messages were received (0 = no limit).
   std::size_t max_messages = 0;
   // Stop once no message arrived for this long and none is in flight
-  // (zero = at the first empty poll).
+  // (zero = at the first empty poll). The time counts from the last receive
+  // that brought a message, whatever happened since: empty receives and
+  // failing ones alike. When the last receive failed (the broker is
+  // unreachable, the file locked or damaged), run() does not end as idle —
+  // it could not see that the queue is empty — but fails with that error.
   std::optional<std::chrono::milliseconds> idle_exit;
+  // Fail once no receive has succeeded for this long (every one failed with
+  // a retriable error: the broker is down, unreachable or refusing): run()
+  // returns the last error, naming the bound. Empty = retry for ever (with
+  // WorkerOptions::receive_error_backoff between tries).
+  std::optional<std::chrono::milliseconds> unreachable_exit;
   // With idle_exit: a retry or release this run sent back with a delay
   // counts as work still to do until it is due, so a batch job meant to
   // empty its queue does not end with its own retries left behind. False:

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <babelqueue/binding.hpp>
+#include <babelqueue/duration.hpp>
 #include <babelqueue/worker.hpp>
 
 #include <algorithm>
@@ -309,6 +310,7 @@ class Worker::Impl {
     std::size_t received = 0;
     std::size_t next_queue = 0;
     auto last_activity = std::chrono::steady_clock::now();
+    auto last_success = last_activity;  // the last receive that did not fail
     std::int64_t receive_failures = 0;  // consecutive, for receive_error_backoff
     const auto queue_count = static_cast<std::int64_t>(queues.size());
     const auto wait = std::max(std::chrono::milliseconds(1), options_.poll_timeout / queue_count);
@@ -336,10 +338,23 @@ class Worker::Impl {
         }
         log(LogLevel::warning,
             concat({"receive from ", queue, " failed, retrying: ", std::string_view(batch.error().message())}));
-        sleep_unless_stopped(options_.receive_error_backoff.delay_for(++receive_failures));
+        const auto now = std::chrono::steady_clock::now();
+        if (limits.unreachable_exit && now - last_success >= *limits.unreachable_exit) {
+          return gave_up(batch.error(), queue, now - last_success, "RunLimits::unreachable_exit");
+        }
+        if (limits.idle_exit && idle(last_activity, *limits.idle_exit, limits.idle_waits_for_own_delayed)) {
+          return gave_up(batch.error(), queue, now - last_activity, "RunLimits::idle_exit");
+        }
+        // The pause ends no later than the nearest bound, so a bound is kept
+        // to within a receive.
+        auto pause = options_.receive_error_backoff.delay_for(++receive_failures);
+        if (limits.unreachable_exit) pause = std::min(pause, until(last_success + *limits.unreachable_exit, now));
+        if (limits.idle_exit) pause = std::min(pause, until(last_activity + *limits.idle_exit, now));
+        sleep_unless_stopped(pause);
         continue;
       }
       receive_failures = 0;
+      last_success = std::chrono::steady_clock::now();
       if (batch->empty()) {
         if (limits.idle_exit && idle(last_activity, *limits.idle_exit, limits.idle_waits_for_own_delayed)) {
           summary.reason = RunSummary::Reason::idle;
@@ -370,6 +385,21 @@ class Worker::Impl {
     }
     summary.reason = RunSummary::Reason::stopped;
     return std::nullopt;
+  }
+
+  // The error run() ends with when receives kept failing past a bound.
+  ErrorInfo gave_up(const ErrorInfo& last, std::string_view queue, std::chrono::steady_clock::duration for_how_long,
+                    std::string_view bound) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(for_how_long);
+    const std::string message = concat({"no receive from ", queue, " succeeded for ", format_duration(ms), " (", bound,
+                                        "); the last one failed: ", last.message()});
+    log(LogLevel::error, message);
+    return ErrorInfo(last.code(), message, last.retriable());
+  }
+
+  static std::chrono::milliseconds until(std::chrono::steady_clock::time_point when,
+                                         std::chrono::steady_clock::time_point now) {
+    return std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(when - now));
   }
 
   // The receive loop refills when the buffer is half empty, not at every free

@@ -232,6 +232,48 @@ kill -INT "$pid"
 wait "$pid"
 check "SIGINT on an idle worker: exit 0" 0 $?
 
+# ---- a broker that keeps failing: --idle-exit and --unreachable-exit end the worker -------------
+# Another process takes the file's write lock once the worker has opened it,
+# and a message becomes due: every receive then fails ("database is
+# locked"). The worker must not wait for ever.
+locked_url="sqlite://$tmp/locked.db?busy_timeout=50ms"
+bounded() {  # bounded NAME WORK-ARGS...: runs work while the lock is held, records its status and time
+  local name="$1"
+  shift
+  rm -f "$tmp/locked.held"
+  BABELQUEUE_URL="$locked_url" "$bq" publish "$name" urn:a '{}' --delay 3000 >/dev/null
+  local start=$SECONDS
+  BABELQUEUE_URL="$locked_url" "$bq" work "$name" "$@" -- true 2>"$tmp/$name.err" &
+  local pid=$!
+  sleep 0.2
+  python3 -c "import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute('BEGIN IMMEDIATE')
+open(sys.argv[2], 'w').close()
+time.sleep(8)" "$tmp/locked.db" "$tmp/locked.held" &
+  local holder=$!
+  for _ in $(seq 50); do [[ -e "$tmp/locked.held" ]] && break; sleep 0.05; done
+  check "$name: the lock is held before the message is due" yes "$([[ -e "$tmp/locked.held" && $((SECONDS - start)) -le 2 ]] && echo yes)"
+  ( sleep 10; kill -KILL "$pid" 2>/dev/null ) &
+  local guard=$!
+  wait "$pid"
+  echo "$?" >"$tmp/$name.status"
+  echo $((SECONDS - start)) >"$tmp/$name.took"
+  kill "$guard" 2>/dev/null
+  wait "$holder"
+}
+bounded idle-failing --idle-exit 4
+check "--idle-exit with failing receives: exit 1" 1 "$(cat "$tmp/idle-failing.status")"
+contains "--idle-exit: the last error" "database is locked" "$(tail -n 1 "$tmp/idle-failing.err")"
+contains "--idle-exit: the bound" "idle_exit" "$(tail -n 1 "$tmp/idle-failing.err")"
+check "--idle-exit: within its bound" yes "$([[ $(cat "$tmp/idle-failing.took") -le 6 ]] && echo yes)"
+bounded unreachable --unreachable-exit 1
+check "--unreachable-exit: exit 1" 1 "$(cat "$tmp/unreachable.status")"
+contains "--unreachable-exit: the last error" "database is locked" "$(tail -n 1 "$tmp/unreachable.err")"
+check "--unreachable-exit: within its bound" yes "$([[ $(cat "$tmp/unreachable.took") -le 6 ]] && echo yes)"
+check "the messages are still there" '{"queue":"idle-failing","ready":1,"reserved":0,"delayed":0}1' \
+  "$(BABELQUEUE_URL="$locked_url" "$bq" stats idle-failing)$(BABELQUEUE_URL="$locked_url" "$bq" stats unreachable | grep -c '"ready":1')"
+
 # ---- usage errors and failures -------------------------------------------------------------------
 "$bq" work q >/dev/null 2>&1
 check "missing CMD" 2 $?

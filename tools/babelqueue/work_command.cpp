@@ -35,6 +35,7 @@ struct WorkArgs {
   std::size_t concurrency = 1;
   std::size_t max_messages = 0;
   double idle_exit = 0;
+  double unreachable_exit = 0;
   std::int64_t backoff_initial_ms = 1000;
   std::int64_t backoff_max_ms = 300000;
   double backoff_multiplier = 2.0;
@@ -45,6 +46,7 @@ struct WorkArgs {
   double claim_lease = 30;
   // Whether the optional ones were given.
   bool idle_exit_given = false;
+  bool unreachable_exit_given = false;
   bool backoff_given = false;
 };
 
@@ -165,6 +167,7 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
     // Look often enough for the idle time to be kept to within a fraction.
     options.poll_timeout = std::clamp(*limits.idle_exit / 2, std::chrono::milliseconds(50), options.poll_timeout);
   }
+  if (args.unreachable_exit_given) limits.unreachable_exit = seconds(args.unreachable_exit);
   options.log = console_log_sink();
 #if defined(BQ_CLI_IDEMPOTENCY)
   if (!args.idempotency.empty()) {
@@ -271,7 +274,15 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
   work->add_option("--max-messages", args->max_messages, "Stop after receiving N messages (0 = no limit)")
       ->type_name("N");
   CLI::Option* idle =
-      work->add_option("--idle-exit", args->idle_exit, "Stop once nothing arrived for this long and none is in flight")
+      work->add_option("--idle-exit", args->idle_exit,
+                       "Stop once nothing arrived for this long and none is in flight (exit 1 with the error when "
+                       "the receives of that time failed)")
+          ->check(CLI::NonNegativeNumber)
+          ->type_name("SECONDS");
+  CLI::Option* unreachable =
+      work->add_option(
+              "--unreachable-exit", args->unreachable_exit,
+              "Exit 1 with the last error once no receive has succeeded for this long (default: retry for ever)")
           ->check(CLI::NonNegativeNumber)
           ->type_name("SECONDS");
   CLI::Option* initial =
@@ -304,8 +315,9 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
   work->add_flag("--no-claim", args->no_claim,
                  "With --idempotency: no in-flight claim, only the family's post-success seen-set");
 #endif
-  work->callback([&action, &global, args, idle, initial, max, multiplier] {
+  work->callback([&action, &global, args, idle, unreachable, initial, max, multiplier] {
     args->idle_exit_given = idle->count() > 0;
+    args->unreachable_exit_given = unreachable->count() > 0;
     args->backoff_given = initial->count() + max->count() + multiplier->count() > 0;
     action = [&global, args] { return run_work(global, *args); };
   });
