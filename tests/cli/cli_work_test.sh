@@ -224,6 +224,62 @@ contains "SIGSTOP: said why" "ended before a handler could start it" "$(cat "$tm
 check "SIGSTOP: nothing left" '{"queue":"paused","ready":0,"reserved":0,"delayed":0}' \
   "$(BABELQUEUE_URL="$paused_url" "$bq" stats paused)"
 
+# ---- no command outlives its worker ----------------------------------------------------------------
+# A command that leaves a background child, and ignores SIGTERM. `running`
+# tells a live process from a dead one (a zombie not reaped yet is dead).
+running() { local state; state=$(ps -o stat= -p "$1" 2>/dev/null) && [[ "$state" != Z* ]]; }
+cat >"$tmp/family.sh" <<EOF
+#!/bin/sh
+trap '' TERM
+echo "\$\$" >"$tmp/family.cmd"
+sleep 60 &
+echo "\$!" >"$tmp/family.grandchild"
+wait
+EOF
+chmod +x "$tmp/family.sh"
+start_family() {  # start_family QUEUE WORK-ARGS...: a worker whose command is running, its pid in $pid
+  rm -f "$tmp/family.cmd" "$tmp/family.grandchild"
+  "$bq" publish "$1" urn:a '{}' >/dev/null
+  "$bq" work "$@" -- "$tmp/family.sh" 2>"$tmp/family.err" &
+  pid=$!
+  for _ in $(seq 100); do [[ -s "$tmp/family.grandchild" ]] && break; sleep 0.05; done
+}
+family_alive() {  # how many of the command and its child still run, after up to 2 s
+  local n
+  for _ in $(seq 40); do
+    n=0
+    for p in $(cat "$tmp/family.cmd" "$tmp/family.grandchild"); do running "$p" && n=$((n + 1)); done
+    [[ $n -eq 0 ]] && break
+    sleep 0.05
+  done
+  echo "$n"
+  # A failed check must not leave them behind.
+  for p in $(cat "$tmp/family.cmd" "$tmp/family.grandchild"); do running "$p" && kill -KILL "$p"; done
+}
+start_family orphans
+check "kill -9: the command and its child were running" 2 "$(for p in $(cat "$tmp/family.cmd" "$tmp/family.grandchild"); do running "$p" && echo x; done | wc -l | tr -d ' ')"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+check "kill -9 of the worker: no child outlives it" 0 "$(family_alive)"
+
+# A graceful stop: the command runs until --shutdown-deadline, then its
+# process group gets SIGTERM (ignored here), then SIGKILL after --kill-grace;
+# its message is handed back unchanged, and the stop took the deadline plus
+# the grace.
+start_family stubborn --shutdown-deadline 0.5 --kill-grace 0.5
+started=$(date +%s%N)
+kill -TERM "$pid"
+wait "$pid"
+check "graceful stop of a stubborn command: exit 0" 0 $?
+took_ms=$((($(date +%s%N) - started) / 1000000))
+check "graceful stop: within deadline + grace (+1 s)" yes "$([[ $took_ms -ge 900 && $took_ms -le 2000 ]] && echo yes || echo "no: $took_ms ms")"
+check "graceful stop: no child left" 0 "$(family_alive)"
+contains "graceful stop: SIGTERM at the deadline" "shutdown deadline: SIGTERM to the running commands" "$(cat "$tmp/family.err")"
+contains "graceful stop: SIGKILL after the grace" "kill grace over: SIGKILL to the running commands" "$(cat "$tmp/family.err")"
+check "graceful stop: the message is back, attempts unchanged" \
+  '{"accepted":true,"reason":null,"urn":"urn:a","attempts":0,"lang":"cpp","warnings":[]}' \
+  "$(drain stubborn | "$bq" codec decode)"
+
 # SIGINT on an idle worker.
 "$bq" work idle --idle-exit 30 -- true 2>/dev/null &
 pid=$!

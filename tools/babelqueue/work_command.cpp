@@ -14,6 +14,8 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <memory>
 #include <mutex>
@@ -40,6 +42,7 @@ struct WorkArgs {
   std::int64_t backoff_max_ms = 300000;
   double backoff_multiplier = 2.0;
   double shutdown_deadline = 30;
+  double kill_grace = 10;
   // --idempotency: the store's URL (empty = off), the claim and its lease.
   std::string idempotency;
   bool no_claim = false;
@@ -130,13 +133,34 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
   // blocked signals and only the watcher sees them.
   std::mutex worker_mutex;
   Worker* running = nullptr;
+  // A stop: the commands running then may finish until the shutdown
+  // deadline; then their process groups get SIGTERM, and SIGKILL after the
+  // grace. A command ended that way has its message handed back unchanged.
+  std::atomic<bool> commands_stopped{false};
+  std::chrono::steady_clock::time_point stop_began;
+  int stop_stage = 0;  // 1: finishing, 2: SIGTERM sent, 3: SIGKILL sent (the watcher thread only)
+  const auto deadline = seconds(args.shutdown_deadline);
+  const auto grace = seconds(args.kill_grace);
+  auto escalate = [&](int to_stage, std::string_view why) {
+    if (stop_stage >= to_stage) return;
+    stop_stage = to_stage;
+    commands_stopped = true;
+    Console::instance().line("babelqueue: " + std::string(why) + ": " + (to_stage == 2 ? "SIGTERM to" : "SIGKILL to") +
+                             " the running commands");
+    signal_running_children(to_stage == 2 ? SIGTERM : SIGKILL);
+  };
   SignalWatcher signals([&](int signal, int count) {
     if (count == 1 && signal != 0) {
+      stop_began = std::chrono::steady_clock::now();
+      stop_stage = 1;
       Console::instance().line("babelqueue: " + signal_name(signal) +
                                ": finishing the messages in flight (again to terminate their commands)");
     } else if (signal != 0) {
-      Console::instance().line("babelqueue: " + signal_name(signal) + ": terminating the running commands");
-      signal_running_children(count == 2 ? SIGTERM : SIGKILL);
+      escalate(count == 2 ? 2 : 3, signal_name(signal));
+    } else {
+      const auto since = std::chrono::steady_clock::now() - stop_began;
+      if (since >= deadline) escalate(2, "shutdown deadline");
+      if (since >= deadline + grace) escalate(3, "kill grace over");
     }
     std::lock_guard lock(worker_mutex);
     if (running != nullptr) running->stop();
@@ -152,7 +176,9 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
   options.dead_letter = args.dead_letter || !args.dlq.empty();
   options.dead_letter_queue = args.dlq;
   options.concurrency = args.concurrency;
-  options.shutdown_deadline = seconds(args.shutdown_deadline);
+  // The worker's own deadline comes after the commands' SIGKILL: a message
+  // is never released while its command may still run.
+  options.shutdown_deadline = deadline + grace + std::chrono::seconds(2);
   if (args.backoff_given) {
     BackoffPolicy backoff;
     backoff.initial = std::chrono::milliseconds(args.backoff_initial_ms);
@@ -200,6 +226,9 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
     auto outcome = run_child(spec);
     if (!outcome) return unexpected(outcome.error());
     if (outcome->succeeded()) return {};
+    // Ended by the worker's stop, not by its own failure: handed back as it
+    // came (attempts unchanged), for the next worker.
+    if (commands_stopped.load()) throw ReleaseDelivery({}, describe_failure(*outcome) + " (the worker is stopping)");
     // The sysexits convention: EX_DATAERR (65) says the message itself is
     // bad (dead-letter it now), EX_TEMPFAIL (75) asks for a retry after the
     // backoff; any other failure is a plain failure (retried up to
@@ -297,7 +326,13 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
           ->check(CLI::Range(1.0, 1000.0))
           ->type_name("X");
   work->add_option("--shutdown-deadline", args->shutdown_deadline,
-                   "On SIGTERM/SIGINT, how long running commands may finish before their messages are released")
+                   "On SIGTERM/SIGINT, how long running commands may finish before they get SIGTERM and their "
+                   "messages are handed back")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->type_name("SECONDS");
+  work->add_option("--kill-grace", args->kill_grace,
+                   "After --shutdown-deadline's SIGTERM, how long a command may take to exit before SIGKILL")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
       ->type_name("SECONDS");
