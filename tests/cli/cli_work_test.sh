@@ -69,6 +69,21 @@ check "every URN goes to CMD" 3 "$(grep -c '^urn:other|' "$tmp/env.log")"
 check "publish --header reaches the command" 3 "$(grep -c '|{"h":"1"}$' "$tmp/env.log")"
 check "all acked" "$(empty jobs)" "$(stats jobs)"
 
+# ---- the command does not get the SDK's credentials unless asked --------------------------------
+cat >"$tmp/secrets.sh" <<EOF
+#!/bin/sh
+printf '%s|%s|%s|%s|%s\n' "\${BABELQUEUE_URL-unset}" "\${AWS_ACCESS_KEY_ID-unset}" "\${AWS_SECRET_ACCESS_KEY-unset}" \
+  "\${AWS_SESSION_TOKEN-unset}" "\${OTHER-unset}" >>"$tmp/secrets.log"
+EOF
+chmod +x "$tmp/secrets.sh"
+"$bq" publish secrets urn:a '{}' --count 2 >/dev/null
+secret_env() { AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=s3cr3t-key AWS_SESSION_TOKEN=s3cr3t-token OTHER=kept "$@"; }
+secret_env "$bq" work secrets --max-messages 1 -- "$tmp/secrets.sh" 2>/dev/null
+check "by default the command gets none of the credentials" "unset|unset|unset|unset|kept" "$(sed -n 1p "$tmp/secrets.log")"
+secret_env "$bq" work secrets --max-messages 1 --pass-credentials -- "$tmp/secrets.sh" 2>/dev/null
+check "--pass-credentials hands them on" "$BABELQUEUE_URL|AKIDEXAMPLE|s3cr3t-key|s3cr3t-token|kept" \
+  "$(sed -n 2p "$tmp/secrets.log")"
+
 # ---- retry: BQ_ATTEMPTS increments ----------------------------------------------------------
 "$bq" publish flaky urn:a '{}' >/dev/null
 work flaky --idle-exit 0.3 -- "$tmp/flaky.sh"

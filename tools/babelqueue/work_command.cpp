@@ -46,6 +46,7 @@ struct WorkArgs {
   // --idempotency: the store's URL (empty = off), the claim and its lease.
   std::string idempotency;
   bool no_claim = false;
+  bool pass_credentials = false;
   double claim_lease = 30;
   // Whether the optional ones were given.
   bool idle_exit_given = false;
@@ -57,16 +58,26 @@ struct WorkArgs {
 constexpr const char* kMessageVariables[] = {"BQ_URN",      "BQ_TRACE_ID", "BQ_MESSAGE_ID",
                                              "BQ_ATTEMPTS", "BQ_QUEUE",    "BQ_HEADERS"};
 
-std::vector<std::string> inherited_environment() {
+// The SDK's own credentials: the broker URL (its password) and the AWS keys
+// the SQS transport reads. Not handed to commands unless asked
+// (--pass-credentials): a command is given the message, not the broker.
+constexpr const char* kCredentialVariables[] = {"BABELQUEUE_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                                "AWS_SESSION_TOKEN"};
+
+bool names(std::string_view entry, std::string_view name) {
+  return entry.size() > name.size() && entry.substr(0, name.size()) == name && entry[name.size()] == '=';
+}
+
+std::vector<std::string> inherited_environment(bool pass_credentials) {
   std::vector<std::string> out;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
-    bool ours = false;
-    for (const char* name : kMessageVariables) {
-      const std::string_view n(name);
-      if (text.size() > n.size() && text.substr(0, n.size()) == n && text[n.size()] == '=') ours = true;
-    }
-    if (!ours) out.emplace_back(text);
+    const auto any_of = [&](const auto& list) {
+      return std::any_of(std::begin(list), std::end(list), [&](const char* name) { return names(text, name); });
+    };
+    if (any_of(kMessageVariables)) continue;
+    if (!pass_credentials && any_of(kCredentialVariables)) continue;
+    out.emplace_back(text);
   }
   return out;
 }
@@ -211,7 +222,7 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
 #endif
 
   Worker worker(std::move(transport), std::move(options));
-  const std::vector<std::string> base_environment = inherited_environment();
+  const std::vector<std::string> base_environment = inherited_environment(args.pass_credentials);
   auto handler = [&](const Message& message) -> Result<void> {
     ChildSpec spec;
     spec.argv = args.command;
@@ -336,6 +347,9 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
       ->type_name("SECONDS");
+  work->add_flag("--pass-credentials", args->pass_credentials,
+                 "Hand CMD the SDK's credentials too (BABELQUEUE_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+                 "AWS_SESSION_TOKEN), which it does not get by default");
 #if defined(BQ_CLI_IDEMPOTENCY)
   work->add_option("--idempotency", args->idempotency,
                    "Run each meta.id once: remember handled ids in this store (memory://, sqlite://FILE, redis://...) "
