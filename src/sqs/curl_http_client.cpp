@@ -67,11 +67,14 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
   return size * count;
 }
 
+// The endpoint's host[:port] for errors, without its user information.
 std::string host_of(const std::string& url) {
   const auto start = url.find("://");
-  if (start == std::string::npos) return url;
-  const auto end = url.find_first_of("/?", start + 3);
-  return url.substr(start + 3, end == std::string::npos ? std::string::npos : end - start - 3);
+  if (start == std::string::npos) return "the endpoint";
+  const auto end = url.find_first_of("/?#", start + 3);
+  std::string host = url.substr(start + 3, end == std::string::npos ? std::string::npos : end - start - 3);
+  if (const auto at = host.rfind('@'); at != std::string::npos) host.erase(0, at + 1);
+  return host;
 }
 
 class CurlHttpClient final : public HttpClient {

@@ -430,7 +430,7 @@ Result<std::string> sqs::Transport::State::resolve(std::string_view queue) {
       if (!created) return unexpected(created.error());
       url = std::move(*created);
     } else if (found.error().code() == Errc::not_found) {
-      return unexpected(Errc::not_found, "SQS queue '" + std::string(queue) + "' does not exist at " + endpoint_url +
+      return unexpected(Errc::not_found, "SQS queue '" + std::string(queue) + "' does not exist at " + endpoint_shown +
                                              " — create it (and its dead-letter queue) or add create=1 to the URL");
     } else {
       return unexpected(found.error().code(),
@@ -574,8 +574,8 @@ Result<std::unique_ptr<sqs::Transport>> sqs::Transport::open(Options options) {
   std::string endpoint = state->options.endpoint;
   if (endpoint.empty()) endpoint = "https://sqs." + state->region + ".amazonaws.com";
   if (!is_queue_url(endpoint)) {
-    return unexpected(Errc::invalid_argument,
-                      "the SQS endpoint must be an http:// or https:// URL, got '" + endpoint + "'");
+    return unexpected(Errc::invalid_argument, "the SQS endpoint must be an http:// or https:// URL, got '" +
+                                                  redact_secrets(endpoint, endpoint) + "'");
   }
   if (endpoint.find('/', endpoint.find("://") + 3) == std::string::npos) endpoint += "/";
   const auto parsed = Url::parse(endpoint);
