@@ -183,6 +183,8 @@ class Worker {
   // Processes messages of queue until it is empty or max were handled
   // (0 = no limit): for tests and one-shot jobs. Returns how many. A retry
   // it sent back with a delay is not waited for (run() with idle_exit is).
+  // Receive errors that can be retried are retried (with the backoff) until
+  // a receive succeeds: a failing receive is not an empty queue.
   Result<std::size_t> drain(std::string_view queue = {}, std::size_t max = 0);
 
   // Asks run() to stop: no new receives, buffered messages are released,

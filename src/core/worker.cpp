@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <babelqueue/binding.hpp>
+#include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/duration.hpp>
 #include <babelqueue/worker.hpp>
 
@@ -228,7 +229,9 @@ class Worker::Impl {
 
   // ---- consuming ----
 
-  Result<RunSummary> run(std::vector<std::string> queues, RunLimits limits) {
+  // failures_are_idle: receives that keep failing count against idle_exit
+  // (run()); drain() rides them out instead, as it always has.
+  Result<RunSummary> run(std::vector<std::string> queues, RunLimits limits, bool failures_are_idle = true) {
     if (running_.exchange(true)) return unexpected(Errc::invalid_argument, "the worker is already running");
     sealed_.store(true);
     route_through_middleware();
@@ -256,7 +259,7 @@ class Worker::Impl {
     if (keep_leases) threads.emplace_back([this] { lease_loop(); });
 
     RunSummary summary;
-    std::optional<ErrorInfo> fatal = receive_loop(queues, limits, summary);
+    std::optional<ErrorInfo> fatal = receive_loop(queues, limits, failures_are_idle, summary);
     shutdown(threads);
     if (ack_flusher.joinable()) flush_acks_and_join(ack_flusher);
     {
@@ -306,7 +309,7 @@ class Worker::Impl {
 
   // Receives into the buffer while there is room, until stop or a limit.
   std::optional<ErrorInfo> receive_loop(const std::vector<std::string>& queues, const RunLimits& limits,
-                                        RunSummary& summary) {
+                                        bool failures_are_idle, RunSummary& summary) {
     std::size_t received = 0;
     std::size_t next_queue = 0;
     auto last_activity = std::chrono::steady_clock::now();
@@ -342,14 +345,19 @@ class Worker::Impl {
         if (limits.unreachable_exit && now - last_success >= *limits.unreachable_exit) {
           return gave_up(batch.error(), queue, now - last_success, "RunLimits::unreachable_exit");
         }
-        if (limits.idle_exit && idle(last_activity, *limits.idle_exit, limits.idle_waits_for_own_delayed)) {
+        if (failures_are_idle && limits.idle_exit &&
+            idle(last_activity, *limits.idle_exit, limits.idle_waits_for_own_delayed)) {
           return gave_up(batch.error(), queue, now - last_activity, "RunLimits::idle_exit");
         }
         // The pause ends no later than the nearest bound, so a bound is kept
         // to within a receive.
         auto pause = options_.receive_error_backoff.delay_for(++receive_failures);
-        if (limits.unreachable_exit) pause = std::min(pause, until(last_success + *limits.unreachable_exit, now));
-        if (limits.idle_exit) pause = std::min(pause, until(last_activity + *limits.idle_exit, now));
+        if (limits.unreachable_exit) {
+          pause = std::min(pause, until(detail::saturating_after(last_success, *limits.unreachable_exit), now));
+        }
+        if (failures_are_idle && limits.idle_exit) {
+          pause = std::min(pause, until(detail::saturating_after(last_activity, *limits.idle_exit), now));
+        }
         sleep_unless_stopped(pause);
         continue;
       }
@@ -425,12 +433,14 @@ class Worker::Impl {
   void note_own_delayed(std::chrono::milliseconds delay) {
     if (delay.count() <= 0) return;
     std::lock_guard lock(mutex_);
-    own_delayed_until_ = std::max(own_delayed_until_, std::chrono::steady_clock::now() + delay);
+    own_delayed_until_ =
+        std::max(own_delayed_until_, detail::saturating_after(std::chrono::steady_clock::now(), delay));
   }
 
   void sleep_unless_stopped(std::chrono::milliseconds d) {
     std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, d, [&] { return stop_requested_.load(); });
+    changed_.wait_until(lock, detail::saturating_after(std::chrono::steady_clock::now(), d),
+                        [&] { return stop_requested_.load(); });
   }
 
   // Ends a run. A stop (before or during the wind-down) hands back what was
@@ -441,7 +451,7 @@ class Worker::Impl {
   void shutdown(std::vector<std::thread>& threads) {
     std::deque<std::shared_ptr<Flight>> unstarted;
     std::unique_lock lock(mutex_);
-    const auto deadline = std::chrono::steady_clock::now() + options_.shutdown_deadline;
+    const auto deadline = detail::saturating_after(std::chrono::steady_clock::now(), options_.shutdown_deadline);
     for (;;) {
       if (stop_requested_.load() && !buffer_.empty()) {
         unstarted.swap(buffer_);
@@ -537,7 +547,8 @@ class Worker::Impl {
     const auto period = std::max(std::chrono::milliseconds(10), extension / 3);
     std::unique_lock lock(mutex_);
     while (!shutting_down_) {
-      changed_.wait_for(lock, period, [&] { return shutting_down_; });
+      changed_.wait_until(lock, detail::saturating_after(std::chrono::steady_clock::now(), period),
+                          [&] { return shutting_down_; });
       if (shutting_down_) return;
       const auto now = std::chrono::steady_clock::now();
       std::vector<std::shared_ptr<Flight>> due;
@@ -563,7 +574,7 @@ class Worker::Impl {
         }
         lock.lock();
         if (extended && f->lease_deadline) {
-          f->lease_deadline = std::max(*f->lease_deadline, asked + extension);
+          f->lease_deadline = std::max(*f->lease_deadline, detail::saturating_after(asked, extension));
         } else if (!extended && extended.error().code() == Errc::not_found) {
           f->lease_deadline = asked;  // no longer ours
         }
@@ -717,7 +728,9 @@ class Worker::Impl {
                             const std::optional<std::string>& exception_type,
                             std::optional<std::chrono::milliseconds> fixed_delay = std::nullopt,
                             bool terminal = false) {
-    const std::int64_t next = env.attempts() + 1;
+    // Saturating: a body whose attempts is already at the top of its range
+    // is past every max_attempts, so it is given up, never retried.
+    const std::int64_t next = detail::next_attempts(env.attempts());
     const bool will_retry = !terminal && next < options_.max_attempts;
     if (options_.hooks.on_error) {
       options_.hooks.on_error(ErrorEvent{flight.delivery.queue, &env, error, exception_type.value_or(""), will_retry});
@@ -1035,7 +1048,7 @@ Result<std::size_t> Worker::drain(std::string_view queue, std::size_t max) {
   limits.max_messages = max;
   limits.idle_exit = std::chrono::milliseconds(0);
   limits.idle_waits_for_own_delayed = false;  // "until it is empty", as it looks now
-  auto summary = impl_->run(std::move(queues), limits);
+  auto summary = impl_->run(std::move(queues), limits, /*failures_are_idle=*/false);
   if (!summary) return unexpected(summary.error());
   return summary->processed;
 }

@@ -13,6 +13,7 @@
 #include "topic_admin.hpp"
 #include "transport_access.hpp"
 
+#include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/kafka/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 
@@ -75,7 +76,9 @@ class kafka::Transport::State {
     options.headers = delivery.headers;
     options.delay = delay;
     options.ordering_key = delivery.ordering_key;  // the record key: the same partition
-    if (auto sent = publisher_.publish(delivery.queue, delivery.body, options, attempts + 1); !sent) {
+    if (auto sent =
+            publisher_.publish(delivery.queue, delivery.body, options, babelqueue::detail::next_attempts(attempts));
+        !sent) {
       return unexpected(sent.error().code(), sent.error().message() + "; the record stays uncommitted");
     }
     if (auto settled = settle(delivery); !settled) {
@@ -110,7 +113,7 @@ class kafka::Transport::State {
   // deliver what it holds until the deadline.
   void close(milliseconds deadline) {
     if (closed_.exchange(true)) return;
-    const auto until = kafka_detail::Clock::now() + deadline;
+    const auto until = babelqueue::detail::saturating_after(kafka_detail::Clock::now(), deadline);
     consumer_.close();
     producer_.close(until);
   }

@@ -2,6 +2,7 @@
 #include "sqlite_database.hpp"
 
 #include <babelqueue/clock.hpp>
+#include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/json.hpp>
 #include <babelqueue/sqlite/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
@@ -230,7 +231,7 @@ Result<void> sqlite::Transport::State::insert(std::string_view queue, std::strin
   } else {
     statement.bind_null(3);
   }
-  statement.bind(4, now + to_ms(delay));
+  statement.bind(4, babelqueue::detail::saturating_add(now, to_ms(delay)));  // a delay of "never" stays never
   statement.bind(5, now);
   const int rc = statement.step();
   if (rc != SQLITE_DONE) return unexpected(db.error(rc, "publish"));
@@ -446,8 +447,9 @@ Result<void> sqlite::Transport::ack(const Delivery& delivery) {
 Result<void> sqlite::Transport::release(const Delivery& delivery, milliseconds delay) {
   if (delay.count() < 0) return unexpected(Errc::invalid_argument, "the release delay is negative");
   if (state_->closed) return closed_error();
-  auto released = state_->settle(state_->statements.release, delivery, "release",
-                                 [&](Statement& statement) { statement.bind(3, now_epoch_ms() + to_ms(delay)); });
+  auto released = state_->settle(state_->statements.release, delivery, "release", [&](Statement& statement) {
+    statement.bind(3, babelqueue::detail::saturating_add(now_epoch_ms(), to_ms(delay)));
+  });
   if (released) state_->notify_ready();
   return released;
 }
@@ -455,8 +457,9 @@ Result<void> sqlite::Transport::release(const Delivery& delivery, milliseconds d
 Result<void> sqlite::Transport::extend(const Delivery& delivery, milliseconds lease) {
   if (lease.count() < 0) return unexpected(Errc::invalid_argument, "the lease is negative");
   if (state_->closed) return closed_error();
-  return state_->settle(state_->statements.extend, delivery, "extend",
-                        [&](Statement& statement) { statement.bind(3, now_epoch_ms() + to_ms(lease)); });
+  return state_->settle(state_->statements.extend, delivery, "extend", [&](Statement& statement) {
+    statement.bind(3, babelqueue::detail::saturating_add(now_epoch_ms(), to_ms(lease)));
+  });
 }
 
 Result<QueueStats> sqlite::Transport::stats(std::string_view queue) {
@@ -484,7 +487,7 @@ void sqlite::Transport::close(milliseconds deadline) {
   // A try_lock loop rather than std::timed_mutex: GCC 12's ThreadSanitizer
   // does not see timed locks (pthread_mutex_clocklock) and reports their
   // unlock as wrong, which would hide real reports.
-  const auto until = std::chrono::steady_clock::now() + std::max(deadline, milliseconds(0));
+  const auto until = babelqueue::detail::saturating_after(std::chrono::steady_clock::now(), deadline);
   std::unique_lock lock(state_->db_mutex, std::defer_lock);
   while (!lock.try_lock()) {
     if (std::chrono::steady_clock::now() >= until) return;

@@ -3,6 +3,7 @@
 #include "sqs_projection.hpp"
 
 #include <babelqueue/binding.hpp>
+#include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/duration.hpp>
 #include <babelqueue/json.hpp>
 #include <babelqueue/sqs/transport.hpp>
@@ -746,7 +747,7 @@ Result<std::vector<Delivery>> sqs::Transport::receive(std::string_view queue, st
   if (max == 0) return unexpected(Errc::invalid_argument, "receive needs max >= 1");
   auto url = state_->resolve(queue);
   if (!url) return unexpected(url.error());
-  const auto deadline = Clock::now() + std::max(wait, milliseconds(0));
+  const auto deadline = babelqueue::detail::saturating_after(Clock::now(), std::max(wait, milliseconds(0)));
   const std::size_t count = std::min(max, kMaxBatch);
   for (;;) {
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
