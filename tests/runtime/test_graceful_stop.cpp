@@ -11,12 +11,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace bq = babelqueue;
 using namespace std::chrono_literals;
@@ -170,12 +172,18 @@ TEST(GracefulStop, AHandlerPastTheDeadlineIsReleasedAndNothingElseRuns) {
   options.poll_timeout = 20ms;
   options.prefetch = 8;
   options.shutdown_deadline = 200ms;
-  options.log = {};
+  std::mutex log_mutex;
+  std::vector<std::string> logged;
+  options.log = [&](bq::LogLevel, std::string_view line) {
+    std::lock_guard lock(log_mutex);
+    logged.emplace_back(line);
+  };
   bq::Worker worker(bq::open_transport(temp_sqlite_url()).value(), options);
   RunLog log;
   std::atomic<bool> slow{true};
+  std::string first_id;
   worker.handle("urn:job", [&](const bq::Message& m) {
-    log.started++;
+    if (log.started++ == 0) first_id = std::string(m.id());
     std::this_thread::sleep_for(slow.load() ? 600ms : 1ms);
     log.add(m.id());
   });
@@ -192,6 +200,15 @@ TEST(GracefulStop, AHandlerPastTheDeadlineIsReleasedAndNothingElseRuns) {
   ASSERT_TRUE(summary);
   EXPECT_LT(returned_at - stopped_at, 600ms + 500ms);
   EXPECT_EQ(log.started.load(), 1) << "a buffered message started after the stop";
+  // The log names the message whose handler outlived the deadline by its
+  // id (it once printed the queue's name where the id belongs).
+  {
+    std::lock_guard lock(log_mutex);
+    const std::string said = "a handler outlived the shutdown deadline; message " + first_id + " on jobs is released";
+    EXPECT_TRUE(std::any_of(logged.begin(), logged.end(),
+                            [&](const std::string& line) { return line.find(said) != std::string::npos; }))
+        << "no log line says: " << said;
+  }
   slow = false;
   auto rest = worker.drain("jobs");
   ASSERT_TRUE(rest);
