@@ -295,7 +295,14 @@ std::string Url::redacted() const {
   if (port) out += ':' + std::to_string(*port);
   if (!path.empty()) {
     out.push_back('/');
-    append_escaped(out, path, "/:@");
+    // A path that itself starts with '/' (RabbitMQ's default vhost "/") is
+    // written %2F, as it was given: "amqp://host/%2F", not "amqp://host//".
+    std::string_view rest = path;
+    if (rest.front() == '/') {
+      out += "%2F";
+      rest.remove_prefix(1);
+    }
+    append_escaped(out, rest, "/:@");
   }
   char separator = '?';
   for (const auto& [key, value] : query) {

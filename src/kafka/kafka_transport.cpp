@@ -15,6 +15,7 @@
 
 #include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/kafka/transport.hpp>
+#include <babelqueue/tls_options.hpp>
 #include <babelqueue/transport_registry.hpp>
 
 #include <algorithm>
@@ -136,6 +137,19 @@ kafka::Transport::Transport(std::unique_ptr<State> state) : state_(std::move(sta
 kafka::Transport::~Transport() = default;
 
 Result<std::unique_ptr<kafka::Transport>> kafka::Transport::open(Options options) {
+  {
+    // The TLS files as librdkafka will read them (it reports a missing one
+    // as "ssl.ca.location failed: ... system lib").
+    TlsOptions files;
+    const auto property = [&](const char* name) {
+      const auto it = options.client_properties.find(name);
+      return it == options.client_properties.end() ? std::string() : it->second;
+    };
+    files.ca_file = property("ssl.ca.location");
+    files.cert_file = property("ssl.certificate.location");
+    files.key_file = property("ssl.key.location");
+    if (auto usable = files.check_files(); !usable) return unexpected(usable.error());
+  }
   if (options.bootstrap_servers.empty()) {
     return unexpected(Errc::invalid_argument, "Kafka needs at least one bootstrap server (host:port)");
   }

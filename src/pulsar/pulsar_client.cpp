@@ -436,6 +436,7 @@ class Client::Impl {
 
   Result<std::shared_ptr<asio::ssl::context>> make_tls_context() const {
     if (auto checked = options_.tls.check(); !checked) return unexpected(checked.error());
+    if (auto usable = options_.tls.check_files(); !usable) return unexpected(usable.error());
     auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
     context->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
                          asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);

@@ -241,6 +241,9 @@ Result<std::unique_ptr<rabbitmq::Transport>> rabbitmq::Transport::open(Options o
     return unexpected(Errc::invalid_argument, "rabbitmq: reconnect_backoff needs 0 < initial <= max");
   }
   if (auto tls = options.tls.check(); !tls) return unexpected(tls.error());
+  if (options.tls.enabled) {
+    if (auto usable = options.tls.check_files(); !usable) return unexpected(usable.error());
+  }
   auto state = std::make_shared<State>(std::move(options));
   if (auto started = state->start(); !started) return unexpected(started.error());
   return std::unique_ptr<rabbitmq::Transport>(new rabbitmq::Transport(std::move(state)));

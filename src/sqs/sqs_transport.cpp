@@ -7,6 +7,7 @@
 #include <babelqueue/duration.hpp>
 #include <babelqueue/json.hpp>
 #include <babelqueue/sqs/transport.hpp>
+#include <babelqueue/tls_options.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url_options.hpp>
 
@@ -556,6 +557,13 @@ sqs::Transport::Transport(std::unique_ptr<State> state) : state_(std::move(state
 sqs::Transport::~Transport() { close(); }
 
 Result<std::unique_ptr<sqs::Transport>> sqs::Transport::open(Options options) {
+  {
+    TlsOptions files;
+    files.ca_file = options.curl.ca_file;
+    files.cert_file = options.curl.cert_file;
+    files.key_file = options.curl.key_file;
+    if (auto usable = files.check_files(); !usable) return unexpected(usable.error());
+  }
   if (options.max_wait < seconds(0) || options.max_wait > kMaxWait) {
     return unexpected(Errc::invalid_argument, "the SQS long-poll wait must be 0 to 20 seconds");
   }
