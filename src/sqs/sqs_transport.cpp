@@ -593,9 +593,12 @@ Result<std::unique_ptr<sqs::Transport>> sqs::Transport::open(Options options) {
   state->http = state->options.http_client
                     ? state->options.http_client
                     : std::shared_ptr<sqs::HttpClient>(sqs::make_curl_http_client(state->options.curl));
-  // Where the credentials came from, never what they are.
+  // Where the credentials came from, never what they are; and the proxy
+  // the environment makes libcurl use, if any.
+  const std::string proxy = state->options.http_client ? std::string() : sqs::proxy_of(state->endpoint_url);
   state->log(LogLevel::info, "sqs: region " + state->region + ", endpoint " + state->endpoint_shown +
-                                 ", credentials from " + state->credentials.source);
+                                 ", credentials from " + state->credentials.source +
+                                 (proxy.empty() ? ", no proxy" : ", requests through " + proxy));
   return std::unique_ptr<sqs::Transport>(new sqs::Transport(std::move(state)));
 }
 
