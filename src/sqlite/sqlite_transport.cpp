@@ -430,7 +430,12 @@ Result<std::vector<Delivery>> sqlite::Transport::receive(std::string_view queue,
     const Clock::time_point steady_now = Clock::now();
     if (steady_now >= deadline) return std::vector<Delivery>{};
     auto sleep = std::min<Clock::duration>(pause, deadline - steady_now);
-    if (*next && **next > now) sleep = std::min<Clock::duration>(sleep, milliseconds(**next - now));
+    if (*next && **next > now) {
+      // Held before converting to the clock's unit: a message delayed for
+      // ever is due at the largest time there is.
+      sleep =
+          std::min<Clock::duration>(sleep, milliseconds(std::min<std::int64_t>(**next - now, kLongestWait.count())));
+    }
     {
       std::unique_lock lock(state_->wake_mutex);
       state_->wake.wait_for(lock, sleep, [&] { return state_->closed.load() || state_->generation != seen; });
