@@ -37,6 +37,14 @@ struct TlsOptions {
 
   /// Errc::invalid_argument when cert_file and key_file are not given together.
   Result<void> check() const;
+
+  /// Errc::invalid_argument when a file given cannot be used: missing,
+  /// unreadable, a directory, empty or without a PEM block — the message
+  /// names the option, the file and the reason ("tls_ca '/etc/ca.pem' cannot
+  /// be read: No such file or directory"), where a TLS library says only
+  /// "asio.ssl error". Every transport runs it when it opens (not when it
+  /// only reads a URL's options).
+  Result<void> check_files() const;
 };
 
 }  // namespace babelqueue

@@ -115,6 +115,14 @@ struct Delivery {
   /// redrive republishes with it, so a keyed message keeps its partition or
   /// group.
   std::string ordering_key;
+  /// When this reservation ends unless extended, on this process's steady
+  /// clock (Capabilities::extendable_lease transports set it; empty where
+  /// the lease does not expire). Taken just before the broker granted the
+  /// lease, so it errs early (SQS, whose long poll grants it at a moment of
+  /// the wait the client cannot know: when the reply arrived). The runtime drops a message
+  /// whose lease has passed before its handler starts: the broker has
+  /// already handed it, or will hand it, to another consumer.
+  std::optional<std::chrono::steady_clock::time_point> lease_deadline;
   DeliveryToken token;  ///< the transport's handle to settle it
 };
 

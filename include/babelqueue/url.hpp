@@ -50,13 +50,23 @@ struct Url {
   /// A query parameter read as a number.
   Result<double> number(std::string_view key, double fallback) const;
 
-  /// The URL with the password, and the values of query parameters whose names
+  /// The URL with the password, the values of query parameters whose names
   /// say they are secrets (password, secret, token, credential, signature,
-  /// access_key, sas_key), replaced by "***", for logs and errors.
+  /// access_key, sas_key), and the password of a URL given as a parameter's
+  /// value (?endpoint=http://user:password@host) replaced by "***", for logs
+  /// and errors.
   std::string redacted() const;
 
-  /// Errc::invalid_argument naming what is wrong.
+  /// Errc::invalid_argument naming what is wrong; the message never holds
+  /// what may be a credential of text (see redact_secrets).
   static Result<Url> parse(std::string_view text);
 };
+
+/// message with everything of url_text that is, or may be, a credential
+/// replaced by "***": the password (as written and percent-decoded, whole and
+/// in pieces, even where a stray '/', '?' or '#' cut the URL early), the values
+/// of secret parameters, and the passwords of URLs inside the query. For the
+/// errors of code that reads a URL which may not even parse.
+std::string redact_secrets(std::string message, std::string_view url_text);
 
 }  // namespace babelqueue

@@ -61,6 +61,7 @@ struct WorkerMetricsSnapshot {
   std::uint64_t dropped = 0;        ///< acked without being handled or dead-lettered, by choice
   std::uint64_t released = 0;       ///< handed back to the broker for redelivery
   std::uint64_t settle_errors = 0;  ///< ack / release / publish calls that failed
+  std::uint64_t lease_expired = 0;  ///< received, then not run: the lease ended before a handler was free
 };
 
 /// The worker's counters, updated as it runs (atomics, read from any thread).
@@ -72,7 +73,7 @@ class WorkerMetrics {
  private:
   friend class Worker;
   std::atomic<std::uint64_t> received{0}, succeeded{0}, failed{0}, retried{0}, dead_lettered{0}, poison{0},
-      unknown_urn{0}, dropped{0}, released{0}, settle_errors{0};
+      unknown_urn{0}, dropped{0}, released{0}, settle_errors{0}, lease_expired{0};
 };
 
 /// When run() returns by itself.
@@ -80,8 +81,17 @@ struct RunLimits {
   /// Stop after this many messages were received (0 = no limit).
   std::size_t max_messages = 0;
   /// Stop once no message arrived for this long and none is in flight
-  /// (zero = at the first empty poll).
+  /// (zero = at the first empty poll). The time counts from the last receive
+  /// that brought a message, whatever happened since: empty receives and
+  /// failing ones alike. When the last receive failed (the broker is
+  /// unreachable, the file locked or damaged), run() does not end as idle —
+  /// it could not see that the queue is empty — but fails with that error.
   std::optional<std::chrono::milliseconds> idle_exit;
+  /// Fail once no receive has succeeded for this long (every one failed with
+  /// a retriable error: the broker is down, unreachable or refusing): run()
+  /// returns the last error, naming the bound. Empty = retry for ever (with
+  /// WorkerOptions::receive_error_backoff between tries).
+  std::optional<std::chrono::milliseconds> unreachable_exit;
   /// With idle_exit: a retry or release this run sent back with a delay
   /// counts as work still to do until it is due, so a batch job meant to
   /// empty its queue does not end with its own retries left behind. False:
@@ -170,6 +180,8 @@ class Worker {
   /// Processes messages of queue until it is empty or max were handled
   /// (0 = no limit): for tests and one-shot jobs. Returns how many. A retry
   /// it sent back with a delay is not waited for (run() with idle_exit is).
+  /// Receive errors that can be retried are retried (with the backoff) until
+  /// a receive succeeds: a failing receive is not an empty queue.
   Result<std::size_t> drain(std::string_view queue = {}, std::size_t max = 0);
 
   /// Asks run() to stop: no new receives, buffered messages are released,

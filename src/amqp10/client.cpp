@@ -834,6 +834,7 @@ Client::~Client() = default;
 
 Result<std::unique_ptr<Client>> Client::connect(ConnectionOptions options) {
   if (auto checked = options.tls.check(); !checked) return unexpected(checked.error());
+  if (auto usable = options.tls.check_files(); options.tls.enabled && !usable) return unexpected(usable.error());
   if (options.tls.enabled) {
     // Proton reports an unreadable file only as a failed handshake.
     for (const auto& [name, path] :

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "conformance.hpp"
 
+#include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/json.hpp>
 
@@ -180,7 +181,7 @@ std::string check_valid(const Suite& suite, const Value& expect, const Envelope&
   }
   if (const Value* v = expect.find("retry_file")) {
     const std::string want = suite.read_file(v->as_string());
-    auto retry = env.encode_with_attempts(env.attempts() + 1);
+    auto retry = env.encode_with_attempts(detail::next_attempts(env.attempts()));
     if (!retry) return "retry re-emit failed: " + retry.error().message();
     if (*retry != want) return differs("retry bytes", want, *retry);
   }

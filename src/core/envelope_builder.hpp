@@ -10,6 +10,10 @@ class EnvelopeBuilder {
  public:
   static Result<Envelope, DecodeError> decode(std::string_view body, const DecodeOptions& options);
   static Result<Envelope> make(std::string_view urn, const Value& data, const MakeOptions& options);
+
+ private:
+  // One pass of the parser; decode() explains its invalid_json errors.
+  static Result<Envelope, DecodeError> decode_once(std::string_view body, const DecodeOptions& options);
 };
 
 }  // namespace babelqueue

@@ -379,6 +379,26 @@ class EnvelopeDecoder {
 };
 
 Result<Envelope, DecodeError> EnvelopeBuilder::decode(std::string_view body, const DecodeOptions& options) {
+  auto env = decode_once(body, options);
+  if (!env && env.error().reason == Rejection::invalid_json) {
+    // simdjson reports a whole envelope followed by more bytes as a document
+    // that "ended early": name the real fault. The envelope alone counts as
+    // whole when it decodes, or fails for a reason other than its JSON.
+    const auto at = detail::trailing_content_at(body, [&](std::string_view alone) {
+      auto prefix = decode_once(alone, options);
+      return prefix.has_value() || prefix.error().reason != Rejection::invalid_json;
+    });
+    if (at) {
+      const bool object = detail::trim_json_space(body).front() == '{';
+      return unexpected(DecodeError{Rejection::invalid_json, std::string("trailing content after the ") +
+                                                                 (object ? "envelope object" : "JSON value") +
+                                                                 ", at byte " + std::to_string(*at)});
+    }
+  }
+  return env;
+}
+
+Result<Envelope, DecodeError> EnvelopeBuilder::decode_once(std::string_view body, const DecodeOptions& options) {
   if (body.size() > options.max_bytes || body.size() >= std::numeric_limits<std::uint32_t>::max()) {
     return unexpected(DecodeError{Rejection::too_large, "the body has " + std::to_string(body.size()) +
                                                             " bytes, over the limit of " +

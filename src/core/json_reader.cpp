@@ -176,9 +176,59 @@ std::optional<WalkError> read_scalar_document(od::document& doc, od::json_type t
   }
 }
 
+std::optional<std::size_t> end_of_first_container(std::string_view text) noexcept {
+  std::size_t i = 0;
+  while (i < text.size() && is_json_space(text[i])) ++i;
+  if (i == text.size() || (text[i] != '{' && text[i] != '[')) return std::nullopt;
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character, whatever it is
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) return i + 1;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace detail
 
+namespace {
+
+Result<Value> parse_json_once(std::string_view text, const JsonLimits& limits);
+
+}  // namespace
+
 Result<Value> parse_json(std::string_view text, const JsonLimits& limits) {
+  auto value = parse_json_once(text, limits);
+  if (!value && value.error().code() == Errc::invalid_json) {
+    // The parser reports a valid value followed by more as truncated or
+    // malformed: say what it is.
+    const auto at = detail::trailing_content_at(
+        text, [&](std::string_view alone) { return parse_json_once(alone, limits).has_value(); });
+    if (at) {
+      return unexpected(Errc::invalid_json,
+                        "invalid_json: trailing content after the JSON value, at byte " + std::to_string(*at));
+    }
+  }
+  return value;
+}
+
+namespace {
+
+Result<Value> parse_json_once(std::string_view text, const JsonLimits& limits) {
   namespace od = detail::od;
   auto fail = [](Rejection reason, std::string_view what) {
     return unexpected(reason == Rejection::invalid_utf8 ? Errc::invalid_utf8 : Errc::invalid_json,
@@ -204,5 +254,7 @@ Result<Value> parse_json(std::string_view text, const JsonLimits& limits) {
   if (!detail::at_document_end(doc)) return fail(Rejection::invalid_json, "trailing content after the JSON value");
   return out;
 }
+
+}  // namespace
 
 }  // namespace babelqueue

@@ -46,6 +46,28 @@ inline std::string_view trim_json_space(std::string_view s) noexcept {
 
 // True once the document iterator has consumed the whole input: anything
 // left after the root value is trailing garbage.
+// Where the first JSON object or array of text ends (one past its closing
+// bracket), found by matching brackets outside strings; nothing when text
+// does not start (after white space) with '{' or '[', or the brackets never
+// close. It does not validate: a decoder that failed asks it whether the
+// text is one value followed by something else, then checks that value.
+std::optional<std::size_t> end_of_first_container(std::string_view text) noexcept;
+
+// The error of a text that is a valid JSON value followed by more than white
+// space: "trailing content after the JSON value, at byte N" (what), when
+// value_is_valid(text.substr(0, end)) says the value alone is fine;
+// nothing otherwise. For the failure paths of the decoders, whose parser
+// reports such a text as truncated or malformed instead.
+template <class ValueIsValid>
+std::optional<std::size_t> trailing_content_at(std::string_view text, ValueIsValid value_is_valid) {
+  const auto end = end_of_first_container(text);
+  if (!end || trim_json_space(text.substr(*end)).empty()) return std::nullopt;
+  if (!value_is_valid(text.substr(0, *end))) return std::nullopt;
+  std::size_t at = *end;
+  while (at < text.size() && is_json_space(text[at])) ++at;
+  return at;
+}
+
 inline bool at_document_end(od::document& doc) noexcept {
   return doc.current_location().error() == simdjson::OUT_OF_BOUNDS;
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/memory/transport.hpp>
 
 #include <algorithm>
@@ -168,7 +169,7 @@ Result<void> memory::Transport::publish(std::string_view queue, std::string_view
     const std::lock_guard lock(broker_->mutex);
     MemoryQueue& target = broker_->queue(queue);
     if (options.delay.count() > 0) {
-      target.delayed.emplace(Clock::now() + options.delay, std::move(message));
+      target.delayed.emplace(detail::saturating_after(Clock::now(), options.delay), std::move(message));
     } else {
       target.ready.push_back(std::move(message));
     }
@@ -208,7 +209,10 @@ Result<std::vector<Delivery>> memory::Transport::receive(std::string_view queue,
         delivery.native_attempts = message.deliveries - 1;
         delivery.token.id = next_token_id.fetch_add(1, std::memory_order_relaxed);
         Reservation reservation{std::move(message), Clock::time_point::max()};
-        if (options_.visibility_timeout.count() > 0) reservation.expires = now + options_.visibility_timeout;
+        if (options_.visibility_timeout.count() > 0) {
+          reservation.expires = now + options_.visibility_timeout;
+          delivery.lease_deadline = reservation.expires;
+        }
         source.reserved.emplace(delivery.token.id, std::move(reservation));
         deliveries.push_back(std::move(delivery));
       }
@@ -239,7 +243,7 @@ Result<void> memory::Transport::release(const Delivery& delivery, std::chrono::m
     StoredMessage message = std::move(it->second.message);
     source->reserved.erase(it);
     if (delay.count() > 0) {
-      source->delayed.emplace(Clock::now() + delay, std::move(message));
+      source->delayed.emplace(detail::saturating_after(Clock::now(), delay), std::move(message));
     } else {
       source->ready.push_back(std::move(message));
     }
@@ -256,7 +260,8 @@ Result<void> memory::Transport::extend(const Delivery& delivery, std::chrono::mi
     const auto [source, it] = broker_->find_reservation(delivery);
     if (source == nullptr) return stale_token(delivery);
     // A reservation that never expires needs no extension.
-    if (it->second.expires != Clock::time_point::max()) it->second.expires = Clock::now() + lease;
+    if (it->second.expires != Clock::time_point::max())
+      it->second.expires = detail::saturating_after(Clock::now(), lease);
   }
   // Receivers sleeping until the old expiry recompute their wake-up time.
   broker_->changed.notify_all();

@@ -90,8 +90,10 @@ Result<std::unique_ptr<Transport>> open_transport(std::string_view url_text) {
                                              "); link the transport's library and call its register_transport()");
   }
   auto transport = (*factory)(*url);
-  if (transport && !*transport)
-    return unexpected(Errc::internal, "the " + url->scheme + ":// factory returned nothing");
+  // Whatever a factory (or the library under it) says, no credential of the
+  // URL is shown.
+  if (!transport) return unexpected(transport.error().code(), redact_secrets(transport.error().message(), url_text));
+  if (!*transport) return unexpected(Errc::internal, "the " + url->scheme + ":// factory returned nothing");
   return transport;
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 namespace babelqueue {
 namespace {
@@ -150,9 +152,90 @@ Result<void> parse_query(std::string_view query, Url& url) {
   return {};
 }
 
+// The password part of every "scheme://user:password@" in text: from the
+// first ':' after "://" to the last '@' before the next "://" (so a password
+// holding '/', '?' or '#' is taken whole, and a URL in a query value is
+// looked at by itself). Where there is no '@', there is no user information.
+std::vector<std::pair<std::size_t, std::size_t>> userinfo_passwords(std::string_view text) {
+  std::vector<std::pair<std::size_t, std::size_t>> spans;  // [begin, end)
+  for (std::size_t scheme = text.find("://"); scheme != std::string_view::npos;) {
+    const std::size_t start = scheme + 3;
+    const std::size_t next = text.find("://", start);
+    const std::string_view part =
+        text.substr(start, next == std::string_view::npos ? std::string_view::npos : next - start);
+    const std::size_t at = part.rfind('@');
+    const std::size_t colon = part.find(':');
+    if (at != std::string_view::npos && colon != std::string_view::npos && colon < at) {
+      spans.emplace_back(start + colon + 1, start + at);
+    }
+    scheme = next;
+  }
+  return spans;
+}
+
+std::string mask_userinfo(std::string_view text) {
+  std::string out(text);
+  const auto spans = userinfo_passwords(text);
+  for (auto it = spans.rbegin(); it != spans.rend(); ++it) out.replace(it->first, it->second - it->first, "***");
+  return out;
+}
+
+// What redact_secrets hides: each secret as written and decoded, and its
+// pieces between the characters that may cut a URL short (a piece of three
+// characters or more: shorter ones would mask ordinary words).
+void add_secret(std::vector<std::string>& secrets, std::string_view secret) {
+  auto add = [&](std::string_view text) {
+    std::size_t begin = 0;
+    for (std::size_t i = 0; i <= text.size(); ++i) {
+      if (i == text.size() || std::string_view("/?#&=:@ ").find(text[i]) != std::string_view::npos) {
+        if (i - begin >= 3) secrets.emplace_back(text.substr(begin, i - begin));
+        begin = i + 1;
+      }
+    }
+    if (text.size() >= 3) secrets.emplace_back(text);
+  };
+  add(secret);
+  if (auto decoded = percent_decode(secret, false)) add(*decoded);
+  if (auto decoded = percent_decode(secret, true)) add(*decoded);
+}
+
+void collect_secrets(std::vector<std::string>& secrets, std::string_view text) {
+  for (const auto& [begin, end] : userinfo_passwords(text)) add_secret(secrets, text.substr(begin, end - begin));
+  // Secret parameters: every "name=value" after a '?' or '&' whose name says so.
+  for (std::size_t i = text.find_first_of("?&"); i != std::string_view::npos; i = text.find_first_of("?&", i + 1)) {
+    const std::size_t end = std::min(text.find('&', i + 1), text.size());
+    const std::string_view pair = text.substr(i + 1, end - i - 1);
+    const std::size_t eq = pair.find('=');
+    if (eq == std::string_view::npos) continue;
+    auto key = percent_decode(pair.substr(0, eq), true);
+    if (url_detail::is_secret_parameter(key ? std::string_view(*key) : pair.substr(0, eq))) {
+      add_secret(secrets, pair.substr(eq + 1));
+    }
+  }
+}
+
 }  // namespace
 
+std::string redact_secrets(std::string message, std::string_view url_text) {
+  std::vector<std::string> secrets;
+  collect_secrets(secrets, url_text);
+  // A URL written percent-encoded inside a parameter (endpoint=http%3A%2F%2F...).
+  if (auto decoded = percent_decode(url_text, false)) collect_secrets(secrets, *decoded);
+  std::sort(secrets.begin(), secrets.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  for (const std::string& secret : secrets) {
+    for (std::size_t at = message.find(secret); at != std::string::npos; at = message.find(secret, at + 3)) {
+      message.replace(at, secret.size(), "***");
+    }
+  }
+  return message;
+}
+
 namespace url_detail {
+
+std::string shown_value(std::string_view key, std::string_view value) {
+  return is_secret_parameter(key) ? std::string("***") : mask_userinfo(value);
+}
 
 bool is_secret_parameter(std::string_view key) {
   const std::string lower = lowercase(key);
@@ -212,7 +295,14 @@ std::string Url::redacted() const {
   if (port) out += ':' + std::to_string(*port);
   if (!path.empty()) {
     out.push_back('/');
-    append_escaped(out, path, "/:@");
+    // A path that itself starts with '/' (RabbitMQ's default vhost "/") is
+    // written %2F, as it was given: "amqp://host/%2F", not "amqp://host//".
+    std::string_view rest = path;
+    if (rest.front() == '/') {
+      out += "%2F";
+      rest.remove_prefix(1);
+    }
+    append_escaped(out, rest, "/:@");
   }
   char separator = '?';
   for (const auto& [key, value] : query) {
@@ -223,13 +313,25 @@ std::string Url::redacted() const {
     if (url_detail::is_secret_parameter(key)) {
       out += "***";
     } else {
-      append_escaped(out, value, ":/");
+      append_escaped(out, mask_userinfo(value), ":/*");
     }
   }
   return out;
 }
 
+namespace {
+Result<Url> parse_url(std::string_view text);
+}  // namespace
+
 Result<Url> Url::parse(std::string_view text) {
+  auto url = parse_url(text);
+  if (!url) return unexpected(url.error().code(), redact_secrets(url.error().message(), text));
+  return url;
+}
+
+namespace {
+
+Result<Url> parse_url(std::string_view text) {
   Url url;
   const std::size_t separator = text.find("://");
   if (separator == std::string_view::npos) {
@@ -280,5 +382,7 @@ Result<Url> Url::parse(std::string_view text) {
   if (auto parsed = parse_query(query, url); !parsed) return unexpected(parsed.error());
   return url;
 }
+
+}  // namespace
 
 }  // namespace babelqueue

@@ -52,7 +52,7 @@ void UrlOptionReader::fail(std::string message) {
 }
 
 void UrlOptionReader::malformed(const Given& given, std::string_view expected) {
-  const std::string shown = url_detail::is_secret_parameter(given.key) ? "***" : std::string(given.value);
+  const std::string shown = url_detail::shown_value(given.key, given.value);
   fail(prefix_ + "parameter '" + std::string(given.key) + "' is '" + shown + "', expected " + std::string(expected));
 }
 

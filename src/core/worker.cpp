@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <babelqueue/binding.hpp>
+#include <babelqueue/detail/saturating.hpp>
+#include <babelqueue/duration.hpp>
 #include <babelqueue/worker.hpp>
 
 #include <algorithm>
@@ -45,6 +47,7 @@ WorkerMetricsSnapshot WorkerMetrics::snapshot() const noexcept {
   s.dropped = dropped.load();
   s.released = released.load();
   s.settle_errors = settle_errors.load();
+  s.lease_expired = lease_expired.load();
   return s;
 }
 
@@ -57,10 +60,17 @@ namespace {
 // `running` first owns it.
 struct Flight {
   enum State { running, settling, abandoned };
-  explicit Flight(Delivery d) : delivery(std::move(d)) {}
+  explicit Flight(Delivery d) : delivery(std::move(d)), lease_deadline(delivery.lease_deadline) {}
   Delivery delivery;
   std::atomic<int> state{running};
   std::chrono::steady_clock::time_point lease_renewed = std::chrono::steady_clock::now();
+  // Delivery::lease_deadline, moved on by each extension that succeeded
+  // (under the worker's mutex).
+  std::optional<std::chrono::steady_clock::time_point> lease_deadline;
+  bool lease_lost(std::chrono::steady_clock::time_point now) const { return lease_deadline && now >= *lease_deadline; }
+  // meta.id once the body was decoded (for logs written by other threads).
+  std::string id;
+  std::atomic<bool> id_known{false};
   bool claim() {
     int expected = running;
     return state.compare_exchange_strong(expected, settling);
@@ -71,6 +81,14 @@ std::string concat(std::initializer_list<std::string_view> parts) {
   std::string out;
   for (auto p : parts) out.append(p);
   return out;
+}
+
+// "message <id> on <queue>", or "a message on <queue>" before its body was read.
+std::string message_label(const Flight& flight) {
+  if (flight.id_known.load(std::memory_order_acquire)) {
+    return concat({"message ", flight.id, " on ", flight.delivery.queue});
+  }
+  return concat({"a message on ", flight.delivery.queue});
 }
 
 }  // namespace
@@ -211,7 +229,9 @@ class Worker::Impl {
 
   // ---- consuming ----
 
-  Result<RunSummary> run(std::vector<std::string> queues, RunLimits limits) {
+  // failures_are_idle: receives that keep failing count against idle_exit
+  // (run()); drain() rides them out instead, as it always has.
+  Result<RunSummary> run(std::vector<std::string> queues, RunLimits limits, bool failures_are_idle = true) {
     if (running_.exchange(true)) return unexpected(Errc::invalid_argument, "the worker is already running");
     sealed_.store(true);
     route_through_middleware();
@@ -239,7 +259,7 @@ class Worker::Impl {
     if (keep_leases) threads.emplace_back([this] { lease_loop(); });
 
     RunSummary summary;
-    std::optional<ErrorInfo> fatal = receive_loop(queues, limits, summary);
+    std::optional<ErrorInfo> fatal = receive_loop(queues, limits, failures_are_idle, summary);
     shutdown(threads);
     if (ack_flusher.joinable()) flush_acks_and_join(ack_flusher);
     {
@@ -270,6 +290,7 @@ class Worker::Impl {
     std::lock_guard lock(mutex_);
     changed_.notify_all();
     room_.notify_all();
+    work_ready_.notify_all();
   }
 
   WorkerMetrics metrics_;
@@ -288,10 +309,11 @@ class Worker::Impl {
 
   // Receives into the buffer while there is room, until stop or a limit.
   std::optional<ErrorInfo> receive_loop(const std::vector<std::string>& queues, const RunLimits& limits,
-                                        RunSummary& summary) {
+                                        bool failures_are_idle, RunSummary& summary) {
     std::size_t received = 0;
     std::size_t next_queue = 0;
     auto last_activity = std::chrono::steady_clock::now();
+    auto last_success = last_activity;  // the last receive that did not fail
     std::int64_t receive_failures = 0;  // consecutive, for receive_error_backoff
     const auto queue_count = static_cast<std::int64_t>(queues.size());
     const auto wait = std::max(std::chrono::milliseconds(1), options_.poll_timeout / queue_count);
@@ -319,10 +341,28 @@ class Worker::Impl {
         }
         log(LogLevel::warning,
             concat({"receive from ", queue, " failed, retrying: ", std::string_view(batch.error().message())}));
-        sleep_unless_stopped(options_.receive_error_backoff.delay_for(++receive_failures));
+        const auto now = std::chrono::steady_clock::now();
+        if (limits.unreachable_exit && now - last_success >= *limits.unreachable_exit) {
+          return gave_up(batch.error(), queue, now - last_success, "RunLimits::unreachable_exit");
+        }
+        if (failures_are_idle && limits.idle_exit &&
+            idle(last_activity, *limits.idle_exit, limits.idle_waits_for_own_delayed)) {
+          return gave_up(batch.error(), queue, now - last_activity, "RunLimits::idle_exit");
+        }
+        // The pause ends no later than the nearest bound, so a bound is kept
+        // to within a receive.
+        auto pause = options_.receive_error_backoff.delay_for(++receive_failures);
+        if (limits.unreachable_exit) {
+          pause = std::min(pause, until(detail::saturating_after(last_success, *limits.unreachable_exit), now));
+        }
+        if (failures_are_idle && limits.idle_exit) {
+          pause = std::min(pause, until(detail::saturating_after(last_activity, *limits.idle_exit), now));
+        }
+        sleep_unless_stopped(pause);
         continue;
       }
       receive_failures = 0;
+      last_success = std::chrono::steady_clock::now();
       if (batch->empty()) {
         if (limits.idle_exit && idle(last_activity, *limits.idle_exit, limits.idle_waits_for_own_delayed)) {
           summary.reason = RunSummary::Reason::idle;
@@ -355,6 +395,21 @@ class Worker::Impl {
     return std::nullopt;
   }
 
+  // The error run() ends with when receives kept failing past a bound.
+  ErrorInfo gave_up(const ErrorInfo& last, std::string_view queue, std::chrono::steady_clock::duration for_how_long,
+                    std::string_view bound) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(for_how_long);
+    const std::string message = concat({"no receive from ", queue, " succeeded for ", format_duration(ms), " (", bound,
+                                        "); the last one failed: ", last.message()});
+    log(LogLevel::error, message);
+    return ErrorInfo(last.code(), message, last.retriable());
+  }
+
+  static std::chrono::milliseconds until(std::chrono::steady_clock::time_point when,
+                                         std::chrono::steady_clock::time_point now) {
+    return std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(when - now));
+  }
+
   // The receive loop refills when the buffer is half empty, not at every free
   // slot: one receive then fetches a batch (a round trip and, on Redis or SQS,
   // a server-side call per batch instead of per message). Under mutex_.
@@ -378,47 +433,66 @@ class Worker::Impl {
   void note_own_delayed(std::chrono::milliseconds delay) {
     if (delay.count() <= 0) return;
     std::lock_guard lock(mutex_);
-    own_delayed_until_ = std::max(own_delayed_until_, std::chrono::steady_clock::now() + delay);
+    own_delayed_until_ =
+        std::max(own_delayed_until_, detail::saturating_after(std::chrono::steady_clock::now(), delay));
   }
 
   void sleep_unless_stopped(std::chrono::milliseconds d) {
     std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, d, [&] { return stop_requested_.load(); });
+    changed_.wait_until(lock, detail::saturating_after(std::chrono::steady_clock::now(), d),
+                        [&] { return stop_requested_.load(); });
   }
 
-  // Ends a run: a stop releases what was buffered but not started; every
-  // run then lets in-flight handlers finish, abandoning (releasing) those
-  // still running at the shutdown deadline.
+  // Ends a run. A stop (before or during the wind-down) hands back what was
+  // buffered but not started, without running it; a run that ends by itself
+  // (idle, max messages) finishes its buffer. Either way in-flight handlers
+  // get the shutdown deadline, after which their messages are released
+  // (abandoned) and whatever is still buffered is handed back.
   void shutdown(std::vector<std::thread>& threads) {
     std::deque<std::shared_ptr<Flight>> unstarted;
-    {
-      std::lock_guard lock(mutex_);
-      if (stop_requested_.load()) unstarted.swap(buffer_);
-    }
-    for (const auto& f : unstarted) release(f->delivery, {}, "the worker is stopping");
-    {
-      std::unique_lock lock(mutex_);
-      // Without a stop (idle, max messages) buffered messages are finished too.
-      const auto deadline = std::chrono::steady_clock::now() + options_.shutdown_deadline;
-      changed_.wait_until(lock, deadline, [&] { return buffer_.empty() && flights_.empty(); });
-      shutting_down_ = true;
-      unstarted.swap(buffer_);
-      for (auto& flight : flights_) {
-        if (flight->state.exchange(Flight::abandoned) == Flight::running) {
-          abandoned_.push_back(flight);
-        }
+    std::unique_lock lock(mutex_);
+    const auto deadline = detail::saturating_after(std::chrono::steady_clock::now(), options_.shutdown_deadline);
+    for (;;) {
+      if (stop_requested_.load() && !buffer_.empty()) {
+        unstarted.swap(buffer_);
+        lock.unlock();
+        release_unstarted(unstarted);
+        lock.lock();
+        continue;
       }
-      changed_.notify_all();
-      work_ready_.notify_all();
+      const bool settled = changed_.wait_until(lock, deadline, [&] {
+        return (buffer_.empty() && flights_.empty()) || (stop_requested_.load() && !buffer_.empty());
+      });
+      if (!settled) break;                             // the deadline passed
+      if (buffer_.empty() && flights_.empty()) break;  // everything settled
     }
-    for (const auto& f : unstarted) release(f->delivery, {}, "the worker is stopping");
+    shutting_down_ = true;
+    unstarted.swap(buffer_);
+    for (auto& flight : flights_) {
+      if (flight->state.exchange(Flight::abandoned) == Flight::running) {
+        abandoned_.push_back(flight);
+      }
+    }
+    changed_.notify_all();
+    work_ready_.notify_all();
+    lock.unlock();
+    release_unstarted(unstarted);
     for (const auto& flight : abandoned_) {
-      log(LogLevel::error, concat({"a handler outlived the shutdown deadline; its message ", flight->delivery.queue,
+      log(LogLevel::error, concat({"a handler outlived the shutdown deadline; ", message_label(*flight),
                                    " is released and will be delivered again"}));
       release(flight->delivery, {}, "shutdown deadline");
     }
     abandoned_.clear();
     for (auto& t : threads) t.join();
+  }
+
+  // Hands back messages that were received but never started, and forgets
+  // them: none of them runs in this run.
+  void release_unstarted(std::deque<std::shared_ptr<Flight>>& unstarted) {
+    for (const auto& f : unstarted) {
+      if (f->claim()) release(f->delivery, {}, "the worker is stopping");
+    }
+    unstarted.clear();
   }
 
   // Finishing one flight and taking the next happen under one lock: with
@@ -431,10 +505,28 @@ class Worker::Impl {
     const auto slot = mine.begin();
     std::unique_lock lock(mutex_);
     for (;;) {
-      work_ready_.wait(lock, [&] { return shutting_down_ || !buffer_.empty(); });
-      if (buffer_.empty()) return;  // shutting down
+      // After a stop nothing new starts: what is buffered is handed back by
+      // shutdown(), never run.
+      work_ready_.wait(lock, [&] { return shutting_down_ || (!buffer_.empty() && !stop_requested_.load()); });
+      if (shutting_down_) return;
+      if (stop_requested_.load()) continue;
       std::shared_ptr<Flight> finished = std::exchange(*slot, std::move(buffer_.front()));
       buffer_.pop_front();
+      if ((*slot)->lease_lost(std::chrono::steady_clock::now())) {
+        // Waited too long in the buffer (a paused process, a lease that
+        // could not be extended): the broker has handed it, or will hand it,
+        // to another consumer. Neither run nor settled here.
+        std::shared_ptr<Flight> lost = std::exchange(*slot, nullptr);
+        const bool refill = has_room();
+        lock.unlock();
+        finished.reset();
+        if (refill) room_.notify_one();
+        drop_expired(*lost);
+        lost.reset();
+        lock.lock();
+        if (buffer_.empty() && flights_.empty()) changed_.notify_all();
+        continue;
+      }
       flights_.splice(flights_.end(), mine, slot);
       const bool refill = has_room();
       lock.unlock();
@@ -455,13 +547,16 @@ class Worker::Impl {
     const auto period = std::max(std::chrono::milliseconds(10), extension / 3);
     std::unique_lock lock(mutex_);
     while (!shutting_down_) {
-      changed_.wait_for(lock, period, [&] { return shutting_down_; });
+      changed_.wait_until(lock, detail::saturating_after(std::chrono::steady_clock::now(), period),
+                          [&] { return shutting_down_; });
       if (shutting_down_) return;
       const auto now = std::chrono::steady_clock::now();
       std::vector<std::shared_ptr<Flight>> due;
       auto collect = [&](const auto& flights) {
         for (const auto& f : flights) {
-          if (f->state.load() == Flight::running && now - f->lease_renewed >= period) {
+          // A lease already past is not renewed: another consumer may hold
+          // the message by now, and a buffered one is dropped unrun.
+          if (f->state.load() == Flight::running && now - f->lease_renewed >= period && !f->lease_lost(now)) {
             f->lease_renewed = now;
             due.push_back(f);
           }
@@ -471,12 +566,30 @@ class Worker::Impl {
       collect(flights_);
       lock.unlock();
       for (const auto& f : due) {
-        if (auto r = transport_.extend(f->delivery, extension); !r) {
-          log(LogLevel::warning, "could not extend a message's lease: " + r.error().message());
+        const auto asked = std::chrono::steady_clock::now();
+        auto extended = transport_.extend(f->delivery, extension);
+        if (!extended) {
+          log(LogLevel::warning, concat({"could not extend the lease of ", message_label(*f), ": ",
+                                         std::string_view(extended.error().message())}));
         }
+        lock.lock();
+        if (extended && f->lease_deadline) {
+          f->lease_deadline = std::max(*f->lease_deadline, detail::saturating_after(asked, extension));
+        } else if (!extended && extended.error().code() == Errc::not_found) {
+          f->lease_deadline = asked;  // no longer ours
+        }
+        lock.unlock();
       }
       lock.lock();
     }
+  }
+
+  // A buffered message whose lease passed before a handler could start it.
+  void drop_expired(const Flight& flight) {
+    metrics_.lease_expired++;
+    log(LogLevel::warning, concat({"the lease of ", message_label(flight),
+                                   " ended before a handler could start it: not run here, the broker delivers it "
+                                   "again"}));
   }
 
   // ---- one delivery ----
@@ -493,6 +606,8 @@ class Worker::Impl {
       return;
     }
     Envelope& env = *decoded;
+    flight.id = std::string(env.id());
+    flight.id_known.store(true, std::memory_order_release);
     if (auto verdict = accepts(env); !verdict) {
       poison(flight, &env, *verdict.reason(), "the envelope breaks a rule of the wire contract");
       return;
@@ -613,7 +728,9 @@ class Worker::Impl {
                             const std::optional<std::string>& exception_type,
                             std::optional<std::chrono::milliseconds> fixed_delay = std::nullopt,
                             bool terminal = false) {
-    const std::int64_t next = env.attempts() + 1;
+    // Saturating: a body whose attempts is already at the top of its range
+    // is past every max_attempts, so it is given up, never retried.
+    const std::int64_t next = detail::next_attempts(env.attempts());
     const bool will_retry = !terminal && next < options_.max_attempts;
     if (options_.hooks.on_error) {
       options_.hooks.on_error(ErrorEvent{flight.delivery.queue, &env, error, exception_type.value_or(""), will_retry});
@@ -931,7 +1048,7 @@ Result<std::size_t> Worker::drain(std::string_view queue, std::size_t max) {
   limits.max_messages = max;
   limits.idle_exit = std::chrono::milliseconds(0);
   limits.idle_waits_for_own_delayed = false;  // "until it is empty", as it looks now
-  auto summary = impl_->run(std::move(queues), limits);
+  auto summary = impl_->run(std::move(queues), limits, /*failures_are_idle=*/false);
   if (!summary) return unexpected(summary.error());
   return summary->processed;
 }

@@ -64,7 +64,10 @@ Result<std::unique_ptr<Store>> open_store(std::string_view text) {
     return unexpected(Errc::invalid_argument,
                       "no idempotency store for " + url->scheme + ":// in this program (it has " + known + ")");
   }
-  return factory(*url);
+  auto store = factory(*url);
+  // No credential of the URL in what a store's factory says.
+  if (!store) return unexpected(store.error().code(), redact_secrets(store.error().message(), text));
+  return store;
 }
 
 }  // namespace babelqueue::idempotency

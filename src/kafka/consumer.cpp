@@ -5,6 +5,8 @@
 #include "kafka_record.hpp"
 #include "retry_parking.hpp"
 
+#include <babelqueue/detail/saturating.hpp>
+
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
@@ -286,7 +288,7 @@ Consumer::~Consumer() = default;
 Result<std::vector<Delivery>> Consumer::receive(std::string_view queue, std::size_t max, milliseconds wait) {
   if (queue.empty()) return unexpected(Errc::invalid_argument, "receive needs a topic name");
   if (max == 0) return unexpected(Errc::invalid_argument, "receive needs max >= 1");
-  const auto deadline = Clock::now() + wait;
+  const auto deadline = babelqueue::detail::saturating_after(Clock::now(), wait);
   for (;;) {
     if (closed_.load()) return unexpected(Errc::closed, "the Kafka transport is closed");
     {

@@ -13,7 +13,9 @@
 #include "topic_admin.hpp"
 #include "transport_access.hpp"
 
+#include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/kafka/transport.hpp>
+#include <babelqueue/tls_options.hpp>
 #include <babelqueue/transport_registry.hpp>
 
 #include <algorithm>
@@ -75,7 +77,9 @@ class kafka::Transport::State {
     options.headers = delivery.headers;
     options.delay = delay;
     options.ordering_key = delivery.ordering_key;  // the record key: the same partition
-    if (auto sent = publisher_.publish(delivery.queue, delivery.body, options, attempts + 1); !sent) {
+    if (auto sent =
+            publisher_.publish(delivery.queue, delivery.body, options, babelqueue::detail::next_attempts(attempts));
+        !sent) {
       return unexpected(sent.error().code(), sent.error().message() + "; the record stays uncommitted");
     }
     if (auto settled = settle(delivery); !settled) {
@@ -110,7 +114,7 @@ class kafka::Transport::State {
   // deliver what it holds until the deadline.
   void close(milliseconds deadline) {
     if (closed_.exchange(true)) return;
-    const auto until = kafka_detail::Clock::now() + deadline;
+    const auto until = babelqueue::detail::saturating_after(kafka_detail::Clock::now(), deadline);
     consumer_.close();
     producer_.close(until);
   }
@@ -133,6 +137,19 @@ kafka::Transport::Transport(std::unique_ptr<State> state) : state_(std::move(sta
 kafka::Transport::~Transport() = default;
 
 Result<std::unique_ptr<kafka::Transport>> kafka::Transport::open(Options options) {
+  {
+    // The TLS files as librdkafka will read them (it reports a missing one
+    // as "ssl.ca.location failed: ... system lib").
+    TlsOptions files;
+    const auto property = [&](const char* name) {
+      const auto it = options.client_properties.find(name);
+      return it == options.client_properties.end() ? std::string() : it->second;
+    };
+    files.ca_file = property("ssl.ca.location");
+    files.cert_file = property("ssl.certificate.location");
+    files.key_file = property("ssl.key.location");
+    if (auto usable = files.check_files(); !usable) return unexpected(usable.error());
+  }
   if (options.bootstrap_servers.empty()) {
     return unexpected(Errc::invalid_argument, "Kafka needs at least one bootstrap server (host:port)");
   }

@@ -3,6 +3,7 @@
 
 #include "pulsar_frame.hpp"
 
+#include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/error.hpp>
 
 #include <openssl/ssl.h>
@@ -421,7 +422,7 @@ class Client::Impl {
     });
     guard_.reset();
     // The handlers left finish quickly once the sockets are closed.
-    const auto until = Clock::now() + deadline;
+    const auto until = babelqueue::detail::saturating_after(Clock::now(), deadline);
     while (!io_.stopped() && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     io_.stop();
     thread_.join();
@@ -439,6 +440,7 @@ class Client::Impl {
 
   Result<std::shared_ptr<asio::ssl::context>> make_tls_context() const {
     if (auto checked = options_.tls.check(); !checked) return unexpected(checked.error());
+    if (auto usable = options_.tls.check_files(); !usable) return unexpected(usable.error());
     auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
     context->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
                          asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
@@ -1161,7 +1163,8 @@ class Client::Impl {
     }
     if (!entry.acked.empty()) consumer->acked_in_batch[{entry.id.ledger, entry.id.entry}] = entry.acked;
     if (entry.delay.count() > 0) {
-      redeliveries_.push_back(DueRedelivery{Clock::now() + entry.delay, consumer, generation, entry.id});
+      redeliveries_.push_back(DueRedelivery{babelqueue::detail::saturating_after(Clock::now(), entry.delay), consumer,
+                                            generation, entry.id});
       return;
     }
     write_locked(consumer->conn, frame(encode_redeliver(consumer->id, {entry.id})));

@@ -14,6 +14,7 @@
 #include "io_loop.hpp"
 #include "shared_state.hpp"
 
+#include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url_options.hpp>
@@ -102,7 +103,7 @@ class rabbitmq::Transport::State {
     if (queue_name.empty()) return unexpected(Errc::invalid_argument, "receive: empty queue name");
     if (max == 0) return unexpected(Errc::invalid_argument, "receive: max must be at least 1");
     const std::string queue(queue_name);
-    const auto deadline = Clock::now() + std::max(wait, milliseconds(0));
+    const auto deadline = babelqueue::detail::saturating_after(Clock::now(), std::max(wait, milliseconds(0)));
     Locked locked = shared_.lock();
     if (locked->closed) return unexpected(Errc::closed, "receive: the transport is closed");
     const auto opened = locked->consumers.open(queue);
@@ -195,7 +196,7 @@ class rabbitmq::Transport::State {
     {
       Locked locked = shared_.lock();
       locked->closed = true;
-      close_deadline = locked->close_deadline = Clock::now() + deadline;
+      close_deadline = locked->close_deadline = babelqueue::detail::saturating_after(Clock::now(), deadline);
       locked.wake_io();
     }
     shared_.reconnect_wait.notify_all();
@@ -241,6 +242,9 @@ Result<std::unique_ptr<rabbitmq::Transport>> rabbitmq::Transport::open(Options o
     return unexpected(Errc::invalid_argument, "rabbitmq: reconnect_backoff needs 0 < initial <= max");
   }
   if (auto tls = options.tls.check(); !tls) return unexpected(tls.error());
+  if (options.tls.enabled) {
+    if (auto usable = options.tls.check_files(); !usable) return unexpected(usable.error());
+  }
   auto state = std::make_shared<State>(std::move(options));
   if (auto started = state->start(); !started) return unexpected(started.error());
   return std::unique_ptr<rabbitmq::Transport>(new rabbitmq::Transport(std::move(state)));

@@ -512,6 +512,7 @@ Result<Endpoint> endpoint_of(const redis::Transport::Options& options) {
   endpoint.tls_ca_file = options.tls.ca_file;
   if (options.tls.enabled) {
     if (auto checked = options.tls.check(); !checked) return unexpected(checked.error());
+    if (auto usable = options.tls.check_files(); !usable) return unexpected(usable.error());
     auto context =
         make_tls_context(options.tls.ca_file, options.tls.cert_file, options.tls.key_file, options.tls.verify);
     if (!context) return unexpected(context.error());

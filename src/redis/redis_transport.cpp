@@ -532,6 +532,8 @@ Result<std::vector<Delivery>> redis::Transport::receive(std::string_view queue, 
   for (;;) {
     const std::string base = state_->token_base();
     const bool sweep = state_->sweep_due(queue, swept_nothing);
+    // Before the script runs, so the lease it grants ends no earlier.
+    const auto lease_deadline = Clock::now() + options.visibility_timeout;
     auto claimed = state_->eval(**lease, claim_script(), {queue, leases, delayed},
                                 {count, visibility, base, kMoveLimit, sweep ? "1" : "0"}, options.command_timeout);
     if (!claimed) return unexpected(claimed.error());
@@ -553,6 +555,7 @@ Result<std::vector<Delivery>> redis::Transport::receive(std::string_view queue, 
         delivery.token.id = i;
         delivery.token.text.reserve(redis_detail::kTokenLength + 1 + element.size());
         delivery.token.text.append(base).append(hex(i, 8)).append(":").append(element);
+        delivery.lease_deadline = lease_deadline;
         deliveries.push_back(std::move(delivery));
       }
       return deliveries;

@@ -2,6 +2,7 @@
 #include "sqlite_database.hpp"
 
 #include <babelqueue/clock.hpp>
+#include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/json.hpp>
 #include <babelqueue/sqlite/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
@@ -230,7 +231,7 @@ Result<void> sqlite::Transport::State::insert(std::string_view queue, std::strin
   } else {
     statement.bind_null(3);
   }
-  statement.bind(4, now + to_ms(delay));
+  statement.bind(4, babelqueue::detail::saturating_add(now, to_ms(delay)));  // a delay of "never" stays never
   statement.bind(5, now);
   const int rc = statement.step();
   if (rc != SQLITE_DONE) return unexpected(db.error(rc, "publish"));
@@ -255,6 +256,8 @@ Result<std::vector<Delivery>> sqlite::Transport::State::claim(std::string_view q
   return db.write_transaction("receive", [&]() -> Result<std::vector<Delivery>> {
     const std::int64_t now = now_epoch_ms();
     const std::int64_t reserved_until = now + to_ms(options.visibility_timeout);
+    // The same lease on this process's steady clock, for the runtime.
+    const auto lease_deadline = std::chrono::steady_clock::now() + options.visibility_timeout;
     std::vector<Delivery> deliveries;
     // Read the rows first, update them after: updating available_at moves a
     // row inside the index the SELECT is walking.
@@ -276,6 +279,7 @@ Result<std::vector<Delivery>> sqlite::Transport::State::claim(std::string_view q
         // deliveries counts the earlier receives: this one is number deliveries + 1.
         delivery.native_attempts = select.column_int64(3);
         delivery.token.text = uuid_v4();
+        delivery.lease_deadline = lease_deadline;
         deliveries.push_back(std::move(delivery));
       }
     }
@@ -426,7 +430,12 @@ Result<std::vector<Delivery>> sqlite::Transport::receive(std::string_view queue,
     const Clock::time_point steady_now = Clock::now();
     if (steady_now >= deadline) return std::vector<Delivery>{};
     auto sleep = std::min<Clock::duration>(pause, deadline - steady_now);
-    if (*next && **next > now) sleep = std::min<Clock::duration>(sleep, milliseconds(**next - now));
+    if (*next && **next > now) {
+      // Held before converting to the clock's unit: a message delayed for
+      // ever is due at the largest time there is.
+      sleep =
+          std::min<Clock::duration>(sleep, milliseconds(std::min<std::int64_t>(**next - now, kLongestWait.count())));
+    }
     {
       std::unique_lock lock(state_->wake_mutex);
       state_->wake.wait_for(lock, sleep, [&] { return state_->closed.load() || state_->generation != seen; });
@@ -443,8 +452,9 @@ Result<void> sqlite::Transport::ack(const Delivery& delivery) {
 Result<void> sqlite::Transport::release(const Delivery& delivery, milliseconds delay) {
   if (delay.count() < 0) return unexpected(Errc::invalid_argument, "the release delay is negative");
   if (state_->closed) return closed_error();
-  auto released = state_->settle(state_->statements.release, delivery, "release",
-                                 [&](Statement& statement) { statement.bind(3, now_epoch_ms() + to_ms(delay)); });
+  auto released = state_->settle(state_->statements.release, delivery, "release", [&](Statement& statement) {
+    statement.bind(3, babelqueue::detail::saturating_add(now_epoch_ms(), to_ms(delay)));
+  });
   if (released) state_->notify_ready();
   return released;
 }
@@ -452,8 +462,9 @@ Result<void> sqlite::Transport::release(const Delivery& delivery, milliseconds d
 Result<void> sqlite::Transport::extend(const Delivery& delivery, milliseconds lease) {
   if (lease.count() < 0) return unexpected(Errc::invalid_argument, "the lease is negative");
   if (state_->closed) return closed_error();
-  return state_->settle(state_->statements.extend, delivery, "extend",
-                        [&](Statement& statement) { statement.bind(3, now_epoch_ms() + to_ms(lease)); });
+  return state_->settle(state_->statements.extend, delivery, "extend", [&](Statement& statement) {
+    statement.bind(3, babelqueue::detail::saturating_add(now_epoch_ms(), to_ms(lease)));
+  });
 }
 
 Result<QueueStats> sqlite::Transport::stats(std::string_view queue) {
@@ -481,7 +492,7 @@ void sqlite::Transport::close(milliseconds deadline) {
   // A try_lock loop rather than std::timed_mutex: GCC 12's ThreadSanitizer
   // does not see timed locks (pthread_mutex_clocklock) and reports their
   // unlock as wrong, which would hide real reports.
-  const auto until = std::chrono::steady_clock::now() + std::max(deadline, milliseconds(0));
+  const auto until = babelqueue::detail::saturating_after(std::chrono::steady_clock::now(), deadline);
   std::unique_lock lock(state_->db_mutex, std::defer_lock);
   while (!lock.try_lock()) {
     if (std::chrono::steady_clock::now() >= until) return;

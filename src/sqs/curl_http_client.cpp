@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <babelqueue/sqs/http_client.hpp>
+#include <babelqueue/url.hpp>
 
 #include <curl/curl.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace babelqueue::sqs {
@@ -68,11 +72,14 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
   return size * count;
 }
 
+// The endpoint's host[:port] for errors, without its user information.
 std::string host_of(const std::string& url) {
   const auto start = url.find("://");
-  if (start == std::string::npos) return url;
-  const auto end = url.find_first_of("/?", start + 3);
-  return url.substr(start + 3, end == std::string::npos ? std::string::npos : end - start - 3);
+  if (start == std::string::npos) return "the endpoint";
+  const auto end = url.find_first_of("/?#", start + 3);
+  std::string host = url.substr(start + 3, end == std::string::npos ? std::string::npos : end - start - 3);
+  if (const auto at = host.rfind('@'); at != std::string::npos) host.erase(0, at + 1);
+  return host;
 }
 
 class CurlHttpClient final : public HttpClient {
@@ -199,7 +206,11 @@ class CurlHttpClient final : public HttpClient {
   }
 
   ErrorInfo error_for(CURLcode code, const std::string& url, bool sent, std::string_view detail) const {
-    const std::string where = " (" + host_of(url) + "): " + curl_easy_strerror(code);
+    // A proxy from the environment is named: it, not the endpoint, may be
+    // what cannot be reached.
+    const std::string proxy = proxy_of(url);
+    const std::string where =
+        " (" + host_of(url) + (proxy.empty() ? "" : ", through " + proxy) + "): " + curl_easy_strerror(code);
     const bool lost_answer = code == CURLE_OPERATION_TIMEDOUT || code == CURLE_RECV_ERROR ||
                              code == CURLE_GOT_NOTHING || code == CURLE_PARTIAL_FILE;
     // A TLS alert ends the session before the server's application read
@@ -235,6 +246,59 @@ class CurlHttpClient final : public HttpClient {
 };
 
 }  // namespace
+
+std::string proxy_of(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return {};
+  const std::string_view scheme = url.substr(0, scheme_end);
+  std::string host(url.substr(scheme_end + 3));
+  host = host.substr(0, host.find_first_of("/?#"));
+  if (const auto at = host.rfind('@'); at != std::string::npos) host.erase(0, at + 1);
+  if (!host.empty() && host.front() == '[') {
+    host = host.substr(1, host.find(']') - 1);
+  } else if (const auto colon = host.rfind(':'); colon != std::string::npos) {
+    host.erase(colon);
+  }
+  const auto variable = [](const char* name) -> std::optional<std::string> {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') return std::nullopt;
+    return std::string(value);
+  };
+  // no_proxy: comma-separated names; "*" is every host; ".example.com" and
+  // "example.com" both match example.com and its subdomains.
+  for (const char* name : {"no_proxy", "NO_PROXY"}) {
+    const auto list = variable(name);
+    if (!list) continue;
+    std::size_t start = 0;
+    while (start <= list->size()) {
+      const std::size_t end = std::min(list->find(',', start), list->size());
+      std::string entry = list->substr(start, end - start);
+      entry.erase(0, entry.find_first_not_of(" \t"));
+      entry.erase(entry.find_last_not_of(" \t") + 1);
+      if (!entry.empty() && entry.front() == '.') entry.erase(0, 1);
+      if (entry == "*" || (!entry.empty() && (host == entry || (host.size() > entry.size() && host.ends_with(entry) &&
+                                                                host[host.size() - entry.size() - 1] == '.')))) {
+        return {};
+      }
+      start = end + 1;
+    }
+    break;  // libcurl reads the lower-case one when both are set
+  }
+  std::vector<const char*> names;
+  if (scheme == "https") {
+    names = {"https_proxy", "HTTPS_PROXY"};
+  } else if (scheme == "http") {
+    names = {"http_proxy"};  // never HTTP_PROXY: a CGI sets it from a request header
+  }
+  names.push_back("all_proxy");
+  names.push_back("ALL_PROXY");
+  for (const char* name : names) {
+    if (const auto proxy = variable(name)) {
+      return "the proxy " + redact_secrets(*proxy, *proxy) + " (" + name + ")";
+    }
+  }
+  return {};
+}
 
 std::unique_ptr<HttpClient> make_curl_http_client(const CurlOptions& options) {
   return std::make_unique<CurlHttpClient>(options);

@@ -3,9 +3,11 @@
 #include "sqs_projection.hpp"
 
 #include <babelqueue/binding.hpp>
+#include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/duration.hpp>
 #include <babelqueue/json.hpp>
 #include <babelqueue/sqs/transport.hpp>
+#include <babelqueue/tls_options.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url_options.hpp>
 
@@ -432,7 +434,7 @@ Result<std::string> sqs::Transport::State::resolve(std::string_view queue) {
       if (!created) return unexpected(created.error());
       url = std::move(*created);
     } else if (found.error().code() == Errc::not_found) {
-      return unexpected(Errc::not_found, "SQS queue '" + std::string(queue) + "' does not exist at " + endpoint_url +
+      return unexpected(Errc::not_found, "SQS queue '" + std::string(queue) + "' does not exist at " + endpoint_shown +
                                              " — create it (and its dead-letter queue) or add create=1 to the URL");
     } else {
       return unexpected(found.error().code(),
@@ -557,6 +559,13 @@ sqs::Transport::Transport(std::unique_ptr<State> state) : state_(std::move(state
 sqs::Transport::~Transport() { close(); }
 
 Result<std::unique_ptr<sqs::Transport>> sqs::Transport::open(Options options) {
+  {
+    TlsOptions files;
+    files.ca_file = options.curl.ca_file;
+    files.cert_file = options.curl.cert_file;
+    files.key_file = options.curl.key_file;
+    if (auto usable = files.check_files(); !usable) return unexpected(usable.error());
+  }
   if (options.max_wait < seconds(0) || options.max_wait > kMaxWait) {
     return unexpected(Errc::invalid_argument, "the SQS long-poll wait must be 0 to 20 seconds");
   }
@@ -576,8 +585,8 @@ Result<std::unique_ptr<sqs::Transport>> sqs::Transport::open(Options options) {
   std::string endpoint = state->options.endpoint;
   if (endpoint.empty()) endpoint = "https://sqs." + state->region + ".amazonaws.com";
   if (!is_queue_url(endpoint)) {
-    return unexpected(Errc::invalid_argument,
-                      "the SQS endpoint must be an http:// or https:// URL, got '" + endpoint + "'");
+    return unexpected(Errc::invalid_argument, "the SQS endpoint must be an http:// or https:// URL, got '" +
+                                                  redact_secrets(endpoint, endpoint) + "'");
   }
   if (endpoint.find('/', endpoint.find("://") + 3) == std::string::npos) endpoint += "/";
   const auto parsed = Url::parse(endpoint);
@@ -586,9 +595,12 @@ Result<std::unique_ptr<sqs::Transport>> sqs::Transport::open(Options options) {
   state->http = state->options.http_client
                     ? state->options.http_client
                     : std::shared_ptr<sqs::HttpClient>(sqs::make_curl_http_client(state->options.curl));
-  // Where the credentials came from, never what they are.
+  // Where the credentials came from, never what they are; and the proxy
+  // the environment makes libcurl use, if any.
+  const std::string proxy = state->options.http_client ? std::string() : sqs::proxy_of(state->endpoint_url);
   state->log(LogLevel::info, "sqs: region " + state->region + ", endpoint " + state->endpoint_shown +
-                                 ", credentials from " + state->credentials.source);
+                                 ", credentials from " + state->credentials.source +
+                                 (proxy.empty() ? ", no proxy" : ", requests through " + proxy));
   return std::unique_ptr<sqs::Transport>(new sqs::Transport(std::move(state)));
 }
 
@@ -748,7 +760,7 @@ Result<std::vector<Delivery>> sqs::Transport::receive(std::string_view queue, st
   if (max == 0) return unexpected(Errc::invalid_argument, "receive needs max >= 1");
   auto url = state_->resolve(queue);
   if (!url) return unexpected(url.error());
-  const auto deadline = Clock::now() + std::max(wait, milliseconds(0));
+  const auto deadline = babelqueue::detail::saturating_after(Clock::now(), std::max(wait, milliseconds(0)));
   const std::size_t count = std::min(max, kMaxBatch);
   for (;;) {
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
@@ -772,9 +784,15 @@ Result<std::vector<Delivery>> sqs::Transport::receive(std::string_view queue, st
                         "receiving from SQS queue '" + std::string(queue) + "' failed: " + received.error().message());
     }
     std::vector<Delivery> deliveries;
+    // A long poll grants the visibility timeout when it answers, at a moment
+    // of the wait the client cannot know: the reply's arrival is the nearest.
+    const auto lease_deadline = Clock::now() + state_->options.visibility_timeout;
     if (const Value* messages = received->find("Messages"); messages != nullptr && messages->is_array()) {
       deliveries.reserve(messages->as_array().size());
-      for (const Value& message : messages->as_array()) deliveries.push_back(state_->to_delivery(queue, message));
+      for (const Value& message : messages->as_array()) {
+        deliveries.push_back(state_->to_delivery(queue, message));
+        deliveries.back().lease_deadline = lease_deadline;
+      }
     }
     if (!deliveries.empty()) return deliveries;
     const auto now = Clock::now();

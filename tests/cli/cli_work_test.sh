@@ -69,6 +69,21 @@ check "every URN goes to CMD" 3 "$(grep -c '^urn:other|' "$tmp/env.log")"
 check "publish --header reaches the command" 3 "$(grep -c '|{"h":"1"}$' "$tmp/env.log")"
 check "all acked" "$(empty jobs)" "$(stats jobs)"
 
+# ---- the command does not get the SDK's credentials unless asked --------------------------------
+cat >"$tmp/secrets.sh" <<EOF
+#!/bin/sh
+printf '%s|%s|%s|%s|%s\n' "\${BABELQUEUE_URL-unset}" "\${AWS_ACCESS_KEY_ID-unset}" "\${AWS_SECRET_ACCESS_KEY-unset}" \
+  "\${AWS_SESSION_TOKEN-unset}" "\${OTHER-unset}" >>"$tmp/secrets.log"
+EOF
+chmod +x "$tmp/secrets.sh"
+"$bq" publish secrets urn:a '{}' --count 2 >/dev/null
+secret_env() { AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=s3cr3t-key AWS_SESSION_TOKEN=s3cr3t-token OTHER=kept "$@"; }
+secret_env "$bq" work secrets --max-messages 1 -- "$tmp/secrets.sh" 2>/dev/null
+check "by default the command gets none of the credentials" "unset|unset|unset|unset|kept" "$(sed -n 1p "$tmp/secrets.log")"
+secret_env "$bq" work secrets --max-messages 1 --pass-credentials -- "$tmp/secrets.sh" 2>/dev/null
+check "--pass-credentials hands them on" "$BABELQUEUE_URL|AKIDEXAMPLE|s3cr3t-key|s3cr3t-token|kept" \
+  "$(sed -n 2p "$tmp/secrets.log")"
+
 # ---- retry: BQ_ATTEMPTS increments ----------------------------------------------------------
 "$bq" publish flaky urn:a '{}' >/dev/null
 work flaky --idle-exit 0.3 -- "$tmp/flaky.sh"
@@ -194,6 +209,92 @@ check "SIGTERM: its message was acked" "$(empty slow)" "$(stats slow)"
 contains "SIGTERM: said so" "SIGTERM: finishing the messages in flight" "$(cat "$tmp/slow.err")"
 contains "SIGTERM: summary" "babelqueue: work slow stopped: processed 1, succeeded 1" "$(cat "$tmp/slow.err")"
 
+# ---- SIGSTOP past the leases: what the paused worker had buffered is not run ---------------------
+# Worker A receives six messages (one starts, five wait in its buffer) and is
+# paused past the visibility timeout; worker B takes them all over. Resumed, A
+# must not run the five it had buffered: their leases are gone.
+cat >"$tmp/tagged.sh" <<EOF
+#!/bin/sh
+echo "\$TAG \$BQ_MESSAGE_ID" >>"$tmp/tagged.log"
+touch "$tmp/tagged.started"
+[ "\$TAG" = A ] && sleep 0.3
+exit 0
+EOF
+chmod +x "$tmp/tagged.sh"
+paused_url="sqlite://$tmp/paused.db?visibility_timeout=1s"
+BABELQUEUE_URL="$paused_url" "$bq" publish paused urn:a '{}' --count 6 >/dev/null
+TAG=A BABELQUEUE_URL="$paused_url" "$bq" work paused -- "$tmp/tagged.sh" 2>"$tmp/paused-a.err" &
+pid=$!
+for _ in $(seq 100); do [[ -e "$tmp/tagged.started" ]] && break; sleep 0.05; done
+kill -STOP "$pid"
+sleep 1.5
+TAG=B BABELQUEUE_URL="$paused_url" "$bq" work paused --idle-exit 0.5 -- "$tmp/tagged.sh" 2>/dev/null
+kill -CONT "$pid"
+sleep 1
+kill -TERM "$pid"
+wait "$pid"
+check "SIGSTOP: the paused worker ran only the message it had started" 1 "$(grep -c '^A ' "$tmp/tagged.log")"
+check "SIGSTOP: the other worker ran all six" 6 "$(grep '^B ' "$tmp/tagged.log" | sort -u | wc -l | tr -d ' ')"
+contains "SIGSTOP: said why" "ended before a handler could start it" "$(cat "$tmp/paused-a.err")"
+check "SIGSTOP: nothing left" '{"queue":"paused","ready":0,"reserved":0,"delayed":0}' \
+  "$(BABELQUEUE_URL="$paused_url" "$bq" stats paused)"
+
+# ---- no command outlives its worker ----------------------------------------------------------------
+# A command that leaves a background child, and ignores SIGTERM. `running`
+# tells a live process from a dead one (a zombie not reaped yet is dead).
+running() { local state; state=$(ps -o stat= -p "$1" 2>/dev/null) && [[ "$state" != Z* ]]; }
+cat >"$tmp/family.sh" <<EOF
+#!/bin/sh
+trap '' TERM
+echo "\$\$" >"$tmp/family.cmd"
+sleep 60 &
+echo "\$!" >"$tmp/family.grandchild"
+wait
+EOF
+chmod +x "$tmp/family.sh"
+start_family() {  # start_family QUEUE WORK-ARGS...: a worker whose command is running, its pid in $pid
+  rm -f "$tmp/family.cmd" "$tmp/family.grandchild"
+  "$bq" publish "$1" urn:a '{}' >/dev/null
+  "$bq" work "$@" -- "$tmp/family.sh" 2>"$tmp/family.err" &
+  pid=$!
+  for _ in $(seq 100); do [[ -s "$tmp/family.grandchild" ]] && break; sleep 0.05; done
+}
+family_alive() {  # how many of the command and its child still run, after up to 2 s
+  local n
+  for _ in $(seq 40); do
+    n=0
+    for p in $(cat "$tmp/family.cmd" "$tmp/family.grandchild"); do running "$p" && n=$((n + 1)); done
+    [[ $n -eq 0 ]] && break
+    sleep 0.05
+  done
+  echo "$n"
+  # A failed check must not leave them behind.
+  for p in $(cat "$tmp/family.cmd" "$tmp/family.grandchild"); do running "$p" && kill -KILL "$p"; done
+}
+start_family orphans
+check "kill -9: the command and its child were running" 2 "$(for p in $(cat "$tmp/family.cmd" "$tmp/family.grandchild"); do running "$p" && echo x; done | wc -l | tr -d ' ')"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+check "kill -9 of the worker: no child outlives it" 0 "$(family_alive)"
+
+# A graceful stop: the command runs until --shutdown-deadline, then its
+# process group gets SIGTERM (ignored here), then SIGKILL after --kill-grace;
+# its message is handed back unchanged, and the stop took the deadline plus
+# the grace.
+start_family stubborn --shutdown-deadline 0.5 --kill-grace 0.5
+started=$(date +%s%N)
+kill -TERM "$pid"
+wait "$pid"
+check "graceful stop of a stubborn command: exit 0" 0 $?
+took_ms=$((($(date +%s%N) - started) / 1000000))
+check "graceful stop: within deadline + grace (+1 s)" yes "$([[ $took_ms -ge 900 && $took_ms -le 2000 ]] && echo yes || echo "no: $took_ms ms")"
+check "graceful stop: no child left" 0 "$(family_alive)"
+contains "graceful stop: SIGTERM at the deadline" "shutdown deadline: SIGTERM to the running commands" "$(cat "$tmp/family.err")"
+contains "graceful stop: SIGKILL after the grace" "kill grace over: SIGKILL to the running commands" "$(cat "$tmp/family.err")"
+check "graceful stop: the message is back, attempts unchanged" \
+  '{"accepted":true,"reason":null,"urn":"urn:a","attempts":0,"lang":"cpp","warnings":[]}' \
+  "$(drain stubborn | "$bq" codec decode)"
+
 # SIGINT on an idle worker.
 "$bq" work idle --idle-exit 30 -- true 2>/dev/null &
 pid=$!
@@ -201,6 +302,48 @@ sleep 0.5
 kill -INT "$pid"
 wait "$pid"
 check "SIGINT on an idle worker: exit 0" 0 $?
+
+# ---- a broker that keeps failing: --idle-exit and --unreachable-exit end the worker -------------
+# Another process takes the file's write lock once the worker has opened it,
+# and a message becomes due: every receive then fails ("database is
+# locked"). The worker must not wait for ever.
+locked_url="sqlite://$tmp/locked.db?busy_timeout=50ms"
+bounded() {  # bounded NAME WORK-ARGS...: runs work while the lock is held, records its status and time
+  local name="$1"
+  shift
+  rm -f "$tmp/locked.held"
+  BABELQUEUE_URL="$locked_url" "$bq" publish "$name" urn:a '{}' --delay 3000 >/dev/null
+  local start=$SECONDS
+  BABELQUEUE_URL="$locked_url" "$bq" work "$name" "$@" -- true 2>"$tmp/$name.err" &
+  local pid=$!
+  sleep 0.2
+  python3 -c "import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute('BEGIN IMMEDIATE')
+open(sys.argv[2], 'w').close()
+time.sleep(8)" "$tmp/locked.db" "$tmp/locked.held" &
+  local holder=$!
+  for _ in $(seq 50); do [[ -e "$tmp/locked.held" ]] && break; sleep 0.05; done
+  check "$name: the lock is held before the message is due" yes "$([[ -e "$tmp/locked.held" && $((SECONDS - start)) -le 2 ]] && echo yes)"
+  ( sleep 10; kill -KILL "$pid" 2>/dev/null ) &
+  local guard=$!
+  wait "$pid"
+  echo "$?" >"$tmp/$name.status"
+  echo $((SECONDS - start)) >"$tmp/$name.took"
+  kill "$guard" 2>/dev/null
+  wait "$holder"
+}
+bounded idle-failing --idle-exit 4
+check "--idle-exit with failing receives: exit 1" 1 "$(cat "$tmp/idle-failing.status")"
+contains "--idle-exit: the last error" "database is locked" "$(tail -n 1 "$tmp/idle-failing.err")"
+contains "--idle-exit: the bound" "idle_exit" "$(tail -n 1 "$tmp/idle-failing.err")"
+check "--idle-exit: within its bound" yes "$([[ $(cat "$tmp/idle-failing.took") -le 6 ]] && echo yes)"
+bounded unreachable --unreachable-exit 1
+check "--unreachable-exit: exit 1" 1 "$(cat "$tmp/unreachable.status")"
+contains "--unreachable-exit: the last error" "database is locked" "$(tail -n 1 "$tmp/unreachable.err")"
+check "--unreachable-exit: within its bound" yes "$([[ $(cat "$tmp/unreachable.took") -le 6 ]] && echo yes)"
+check "the messages are still there" '{"queue":"idle-failing","ready":1,"reserved":0,"delayed":0}1' \
+  "$(BABELQUEUE_URL="$locked_url" "$bq" stats idle-failing)$(BABELQUEUE_URL="$locked_url" "$bq" stats unreachable | grep -c '"ready":1')"
 
 # ---- usage errors and failures -------------------------------------------------------------------
 "$bq" work q >/dev/null 2>&1

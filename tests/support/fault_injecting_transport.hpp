@@ -52,10 +52,16 @@ class FaultInjectingTransport final : public Transport {
     const std::lock_guard lock(mutex_);
     receive_fault_ = Fault{count, code, {}};
   }
+  // A lease that cannot be extended (a broker unreachable, a process paused
+  // past its leases).
+  void fail_next_extends(std::size_t count, Errc code = Errc::connection) {
+    const std::lock_guard lock(mutex_);
+    extend_fault_ = Fault{count, code, {}};
+  }
   // Disarms every fault.
   void heal() {
     const std::lock_guard lock(mutex_);
-    publish_fault_ = ack_fault_ = release_fault_ = receive_fault_ = Fault{};
+    publish_fault_ = ack_fault_ = release_fault_ = receive_fault_ = extend_fault_ = Fault{};
   }
 
   // How many operations were failed on purpose so far.
@@ -111,6 +117,7 @@ class FaultInjectingTransport final : public Transport {
   }
 
   Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override {
+    if (auto fault = take(extend_fault_, delivery.queue)) return failure(*fault, "extend", delivery.queue);
     return inner_->extend(delivery, lease);
   }
   std::string dead_letter_queue(std::string_view queue) const override { return inner_->dead_letter_queue(queue); }
@@ -147,6 +154,7 @@ class FaultInjectingTransport final : public Transport {
   Fault ack_fault_;
   Fault release_fault_;
   Fault receive_fault_;
+  Fault extend_fault_;
   std::size_t injected_ = 0;
   std::vector<std::string> failed_publish_queues_;
 };

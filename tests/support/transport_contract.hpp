@@ -396,6 +396,26 @@ TEST_P(TransportContract, ExtendKeepsALongHandlersMessageReserved) {
   expect_empty(q);
 }
 
+// The runtime checks a prefetched message's lease before its handler
+// starts: a transport whose leases expire says when (Delivery::lease_deadline),
+// no later than the lease it granted.
+TEST_P(TransportContract, ADeliveryCarriesItsLeaseDeadline) {
+  const auto timeout = GetParam().visibility_timeout;
+  if (!caps_.extendable_lease || !caps_.redelivers_unsettled || timeout.count() == 0) {
+    GTEST_SKIP() << "no expiring lease";
+  }
+  const std::string q = queue();
+  publish(q, contract_body("leased"));
+  const auto before = std::chrono::steady_clock::now();
+  auto got = receive_all(q, 1);
+  const auto after = std::chrono::steady_clock::now();
+  ASSERT_EQ(got.size(), 1U);
+  ASSERT_TRUE(got[0].lease_deadline) << "an expiring lease without a deadline";
+  EXPECT_GE(*got[0].lease_deadline, before + timeout);
+  EXPECT_LE(*got[0].lease_deadline, after + timeout);
+  ack(got[0]);
+}
+
 TEST_P(TransportContract, BatchPublishDeliversEveryMessage) {
   std::vector<OutgoingMessage> batch;
   for (int i = 0; i < 10; ++i) {

@@ -130,6 +130,20 @@ TEST(Url, RedactedHidesThePasswordAndSecretParameters) {
   EXPECT_EQ(parse("kafka://a:1,b:2").redacted(), "kafka://a:1,b:2");
 }
 
+// RabbitMQ's default vhost "/" is given as %2F and printed back the same
+// way (it once came back as "amqp://host//", which reads like an empty
+// vhost).
+TEST(Url, RedactedWritesAPathStartingWithASlashAsItWasGiven) {
+  EXPECT_EQ(parse("amqp://guest:pw@h:5672/%2F").redacted(), "amqp://guest:***@h:5672/%2F");
+  EXPECT_EQ(parse("amqp://h/%2Fteam").redacted(), "amqp://h/%2Fteam");
+  EXPECT_EQ(parse(parse("amqp://h/%2Fteam").redacted()).path, "/team");
+  EXPECT_EQ(parse("sqlite:///var/q.db").redacted(), "sqlite:///var/q.db");
+  EXPECT_EQ(parse("sqlite://data/q.db").redacted(), "sqlite://data/q.db");
+  // A URL inside a parameter keeps its password hidden too.
+  EXPECT_EQ(parse("sqs://eu-west-1?endpoint=http://u:pw@h:1").redacted(),
+            "sqs://eu-west-1?endpoint=http://u:***%40h:1");
+}
+
 TEST(Url, RejectsMalformedText) {
   for (const char* text : {"localhost:6379", "://host", "1redis://h", "re dis://h", "redis://h:port", "redis://h:70000",
                            "redis://h:", "redis://[::1", "redis://[::1]x", "redis://[]:1", "redis://h/%zz",

@@ -33,6 +33,16 @@ check "retry" '{"job":"u","trace_id":"t","data":{"n":1.50},"meta":{"schema_versi
   "$(printf '%s\n' "$body" | "$bq" codec retry)"
 printf '[]' | "$bq" codec retry >/dev/null 2>&1
 check "retry poison exit" 1 $?
+# attempts at the top of its range: no wrap-around to a negative count (this
+# script runs under UBSan too), a refusal with the reason.
+top='{"job":"u","trace_id":"t","data":{},"meta":{"schema_version":1},"attempts":9223372036854775807}'
+err=$(printf '%s' "$top" | "$bq" codec retry 2>&1 >/dev/null)
+check "retry of the largest attempts exit" 1 $?
+contains "retry of the largest attempts: why" "the largest count there is" "$err"
+check "dead-letter of the largest attempts" '"original_queue":"orders","attempts":9223372036854775807,' \
+  "$(printf '%s' "$top" | "$bq" codec dead-letter failed orders | grep -o '"original_queue":"orders","attempts":9223372036854775807,')"
+check "decode of the largest attempts" '{"accepted":true,"reason":null,"urn":"u","attempts":9223372036854775807,"lang":null,"warnings":[]}' \
+  "$(printf '%s' "$top" | "$bq" codec decode)"
 
 dl=$(printf '%s' "$body" | "$bq" codec dead-letter failed orders --error boom)
 check "dead-letter keeps attempts" '"attempts":2,"dead_letter":{"reason":"failed","error":"boom","exception":null,"failed_at":' "$(printf '%s' "$dl" | grep -o '"attempts":2,"dead_letter":{"reason":"failed","error":"boom","exception":null,"failed_at":')"

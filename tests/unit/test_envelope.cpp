@@ -301,3 +301,34 @@ TEST(DeadLetter, ExceptionTypeNamesAreDemangled) {
 }
 
 }  // namespace
+
+// A whole envelope followed by more bytes is reported as what it is —
+// trailing content, at the byte where it starts — not as a document that
+// "ended early"; a body that really is cut short still says so.
+TEST(EnvelopeDecode, TrailingBytesAfterAWholeEnvelopeAreNamedAsSuch) {
+  const std::string body = R"({"job":"u","trace_id":"t","data":{"s":"}]"},"meta":{"schema_version":1},"attempts":0})";
+  for (const std::string tail : {" x", "{}", "}", "]", " 1", "\"x\"", ",", "\n\tnull", "[]"}) {
+    auto decoded = bq::Envelope::decode(body + tail);
+    ASSERT_FALSE(decoded) << tail;
+    EXPECT_EQ(decoded.error().reason, bq::Rejection::invalid_json) << tail;
+    const std::string where = "trailing content after the envelope object, at byte ";
+    EXPECT_NE(decoded.error().detail.find(where), std::string::npos) << tail << ": " << decoded.error().detail;
+    const std::size_t at = body.size() + (tail.find_first_not_of(" \n\t"));
+    EXPECT_NE(decoded.error().detail.find(where + std::to_string(at)), std::string::npos) << decoded.error().detail;
+  }
+  for (const std::string& cut : {body.substr(0, body.size() - 1), std::string(R"({"job":"u","data":{"a":"}"} x)")}) {
+    auto decoded = bq::Envelope::decode(cut);
+    ASSERT_FALSE(decoded);
+    EXPECT_EQ(decoded.error().detail.find("trailing"), std::string::npos) << decoded.error().detail;
+  }
+  EXPECT_TRUE(bq::Envelope::decode(body + " \n"));  // white space is not content
+  auto array = bq::Envelope::decode("[1] x");
+  ASSERT_FALSE(array);
+  EXPECT_NE(array.error().detail.find("trailing content after the JSON value, at byte 4"), std::string::npos)
+      << array.error().detail;
+  // The generic reader says the same.
+  auto value = bq::parse_json(R"({"a":[1,2]} {"b":2})");
+  ASSERT_FALSE(value);
+  EXPECT_NE(value.error().message().find("trailing content after the JSON value, at byte 12"), std::string::npos)
+      << value.error().message();
+}

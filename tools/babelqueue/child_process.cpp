@@ -6,7 +6,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -18,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <utility>
 
 namespace babelqueue::cli {
 
@@ -43,6 +45,7 @@ class Fd {
   Fd& operator=(const Fd&) = delete;
   int get() const noexcept { return fd_; }
   bool open() const noexcept { return fd_ >= 0; }
+  int release() noexcept { return std::exchange(fd_, -1); }
   void close() noexcept {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
@@ -130,37 +133,166 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
   return out;
 }
 
-Result<pid_t> spawn(const ChildSpec& spec, int stdin_fd, int stderr_fd) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, stdin_fd, STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, stderr_fd, STDERR_FILENO);
+// The program's path as run_child runs it: argv[0] itself when it holds a
+// '/', else the first executable file of that name in PATH.
+std::optional<std::string> resolve_program(const std::string& program) {
+  const auto runnable = [](const std::string& path) {
+    struct stat info {};
+    return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && access(path.c_str(), X_OK) == 0;
+  };
+  if (program.empty()) return std::nullopt;
+  if (program.find('/') != std::string::npos) return runnable(program) ? std::optional(program) : std::nullopt;
+  const char* path_env = std::getenv("PATH");
+  const std::string path = path_env != nullptr ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = path.find(':', start);
+    std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + program;
+    if (runnable(candidate)) return candidate;
+    if (end == std::string::npos) return std::nullopt;
+    start = end + 1;
+  }
+}
 
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t empty;
-  sigemptyset(&empty);
-  posix_spawnattr_setsigmask(&attributes, &empty);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&defaults, s);
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setpgroup(&attributes, 0);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+// What the supervisor and the command write on the report pipe: the
+// command's exec failure (its errno) or its wait status, so the worker learns
+// the command's own outcome even though it waits for the supervisor.
+struct Report {
+  char kind;  // 'E': exec failed (value = errno); 'S': the command ended (value = wait status)
+  int value;
+};
 
+// The fds the supervisor keeps, at these numbers.
+constexpr int kReportFd = 3;
+
+// Everything below runs in the forked supervisor (and the command before its
+// exec): a copy of a multi-threaded process, so only async-signal-safe calls,
+// no allocation, no locks.
+[[noreturn]] void exec_command(const char* path, char* const* argv, char* const* envp) {
+  sigset_t none;
+  sigemptyset(&none);
+  struct sigaction defaults {};
+  defaults.sa_handler = SIG_DFL;
+  sigemptyset(&defaults.sa_mask);
+  for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) sigaction(s, &defaults, nullptr);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  execve(path, argv, envp);
+  const Report failed{'E', errno};
+  (void)!::write(kReportFd, &failed, sizeof failed);
+  _exit(127);
+}
+
+// Closes every fd from first up.
+void close_from(int first, int max_fd) {
+  if (close_range(static_cast<unsigned>(first), ~0U, 0) == 0) return;
+  for (int fd = first; fd < max_fd; ++fd) ::close(fd);
+}
+
+// The supervisor: leader of the command's process group, child of the
+// worker thread that runs the command. It dies with the worker
+// (PR_SET_PDEATHSIG), and then kills the whole group; when the command ends,
+// it reports its status and kills what the command left running in the
+// group (with itself). Signals sent to the group by the worker (a stop) reach
+// the command; the supervisor itself only watches.
+[[noreturn]] void supervise(pid_t worker, int stdin_fd, int stderr_fd, int report_fd, int max_fd, const char* path,
+                            char* const* argv, char* const* envp) {
+  setpgid(0, 0);
+  // Out of the way of 0..3 first, then into place.
+  const int in = fcntl(stdin_fd, F_DUPFD, 10);
+  const int err = fcntl(stderr_fd, F_DUPFD, 10);
+  const int report = fcntl(report_fd, F_DUPFD, 10);
+  if (in < 0 || err < 0 || report < 0 || dup2(in, STDIN_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0 ||
+      dup3(report, kReportFd, O_CLOEXEC) < 0) {
+    _exit(127);
+  }
+  // Nothing of the worker's stays open here (its sockets, files, other
+  // commands' pipes): an open copy would keep another command's input
+  // from ending.
+  close_from(kReportFd + 1, max_fd);
+
+  sigset_t watched;
+  sigemptyset(&watched);
+  for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&watched, s);
+  sigprocmask(SIG_BLOCK, &watched, nullptr);
+  struct sigaction defaults {};
+  defaults.sa_handler = SIG_DFL;
+  sigemptyset(&defaults.sa_mask);
+  sigaction(SIGCHLD, &defaults, nullptr);  // an ignored SIGCHLD would discard the command's status
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != worker) _exit(126);  // the worker died before the line above
+
+  const pid_t command = fork();
+  if (command < 0) {
+    const Report failed{'E', errno};
+    (void)!::write(kReportFd, &failed, sizeof failed);
+    _exit(127);
+  }
+  if (command == 0) exec_command(path, argv, envp);
+  ::close(STDIN_FILENO);
+  ::close(STDERR_FILENO);
+
+  for (;;) {
+    siginfo_t info{};
+    const int signal = sigwaitinfo(&watched, &info);
+    if (signal == SIGCHLD) {
+      int status = 0;
+      const pid_t done = waitpid(command, &status, WNOHANG);
+      if (done != command) continue;
+      const Report ended{'S', status};
+      (void)!::write(kReportFd, &ended, sizeof ended);
+      ::close(kReportFd);
+      kill(0, SIGKILL);  // what the command left running, and this process
+      _exit(0);
+    }
+    if (signal > 0 && getppid() != worker) {
+      // The worker is gone (its death signal, or a hang-up): nothing may
+      // outlive it.
+      kill(0, SIGKILL);
+      _exit(1);
+    }
+    // Otherwise a signal the worker (or a terminal) sent to the group: the
+    // command has it too; the supervisor waits for the command's end.
+  }
+}
+
+struct Spawned {
+  pid_t supervisor;
+  int report_fd;  // read end: the supervisor's Report, then end of file
+};
+
+Result<Spawned> spawn(const ChildSpec& spec, int stdin_fd, int stderr_fd) {
+  const std::optional<std::string> path = resolve_program(spec.argv.front());
+  if (!path) {
+    return unexpected(Errc::io, "cannot run '" + spec.argv.front() + "': " + errno_text(ENOENT));
+  }
+  int report_fds[2];
+  if (pipe2(report_fds, O_CLOEXEC) != 0) return unexpected(Errc::io, "pipe: " + errno_text(errno));
+  Fd report_read(report_fds[0]);
+  Fd report_write(report_fds[1]);
   std::vector<char*> argv = c_strings(spec.argv);
   std::vector<char*> envp = c_strings(spec.environment);
+  rlimit files{};
+  const int max_fd = getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
+                         ? static_cast<int>(std::min<rlim_t>(files.rlim_cur, 1 << 20))
+                         : 1 << 16;
+  const pid_t worker = getpid();
   pid_t pid = -1;
-  int error = 0;
   {
     std::lock_guard lock(children_mutex);
-    error = posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), envp.data());
-    if (error == 0) children.insert(pid);
+    pid = fork();
+    if (pid == 0) {
+      supervise(worker, stdin_fd, stderr_fd, report_write.get(), max_fd, path->c_str(), argv.data(), envp.data());
+    }
+    if (pid > 0) {
+      setpgid(pid, pid);  // as the supervisor does: whichever runs first, signals find the group
+      children.insert(pid);
+    }
   }
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  if (error != 0) return unexpected(Errc::io, "cannot run '" + spec.argv.front() + "': " + errno_text(error));
-  return pid;
+  if (pid < 0) return unexpected(Errc::io, "cannot run '" + spec.argv.front() + "': fork: " + errno_text(errno));
+  report_write.close();
+  return Spawned{pid, report_read.release()};
 }
 
 }  // namespace
@@ -176,10 +308,12 @@ Result<ChildOutcome> run_child(const ChildSpec& spec) {
   Fd err_read(err_fds[0]);
   Fd err_write(err_fds[1]);
 
-  auto pid = spawn(spec, in_read.get(), err_write.get());
+  auto spawned = spawn(spec, in_read.get(), err_write.get());
   in_read.close();
   err_write.close();
-  if (!pid) return unexpected(pid.error());
+  if (!spawned) return unexpected(spawned.error());
+  const pid_t supervisor = spawned->supervisor;
+  Fd report(spawned->report_fd);
   set_nonblocking(in_write.get());
   set_nonblocking(err_read.get());
 
@@ -205,7 +339,7 @@ Result<ChildOutcome> run_child(const ChildSpec& spec) {
     if (ready > 0 && err_index >= 0 && fds[err_index].revents != 0) {
       if (!read_available(err_read.get(), sink)) err_read.close();
     }
-    if (has_exited(*pid)) {
+    if (has_exited(supervisor)) {
       // A background grandchild may hold the pipes open: take what the
       // command wrote and stop there.
       if (err_read.open()) read_available(err_read.get(), sink);
@@ -215,9 +349,22 @@ Result<ChildOutcome> run_child(const ChildSpec& spec) {
   in_write.close();
   err_read.close();
   sink.finish();
-  const std::optional<int> status = reap(*pid);
+  std::optional<int> status = reap(supervisor);
   // Only when SIGCHLD is ignored (run_work resets it): never call that a success.
   if (!status) return unexpected(Errc::io, "cannot learn the exit status of '" + spec.argv.front() + "'");
+  // The supervisor has exited, so every write end of the report pipe is
+  // closed: this read ends. The command's own status, when the supervisor
+  // lived to report it; else the supervisor's (killed by the worker's SIGKILL).
+  for (;;) {
+    Report record{};
+    const ssize_t n = ::read(report.get(), &record, sizeof record);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != static_cast<ssize_t>(sizeof record)) break;
+    if (record.kind == 'E') {
+      return unexpected(Errc::io, "cannot run '" + spec.argv.front() + "': " + errno_text(record.value));
+    }
+    if (record.kind == 'S') status = record.value;
+  }
 
   ChildOutcome outcome;
   outcome.exited = WIFEXITED(*status);
@@ -232,24 +379,6 @@ void signal_running_children(int signal) {
   for (const pid_t pid : children) kill(-pid, signal);
 }
 
-bool executable_exists(const std::string& program) {
-  const auto runnable = [](const std::string& path) {
-    struct stat info {};
-    return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && access(path.c_str(), X_OK) == 0;
-  };
-  if (program.empty()) return false;
-  if (program.find('/') != std::string::npos) return runnable(program);
-  const char* path_env = std::getenv("PATH");
-  const std::string path = path_env != nullptr ? path_env : "/usr/local/bin:/usr/bin:/bin";
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t end = path.find(':', start);
-    std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (dir.empty()) dir = ".";
-    if (runnable(dir + "/" + program)) return true;
-    if (end == std::string::npos) return false;
-    start = end + 1;
-  }
-}
+bool executable_exists(const std::string& program) { return resolve_program(program).has_value(); }
 
 }  // namespace babelqueue::cli

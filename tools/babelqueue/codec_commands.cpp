@@ -6,6 +6,7 @@
 
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <memory>
 
 namespace babelqueue::cli {
@@ -77,6 +78,12 @@ int run_retry() {
   const std::string body = read_stdin();
   auto env = Envelope::decode(body);
   if (!env) return fail("not retried, the body is poison: " + to_error_info(env.error()).message());
+  // A count already at the top of its range has no next one: refused, not
+  // wrapped around to a negative count.
+  if (env->attempts() == std::numeric_limits<std::int64_t>::max()) {
+    return fail("not retried: attempts is " + std::to_string(env->attempts()) +
+                ", the largest count there is; a worker gives such a message up (dead-letters it)");
+  }
   auto retry = env->encode_with_attempts(env->attempts() + 1);
   if (!retry) return fail("not retried: " + retry.error().message());
   std::cout << *retry << '\n';

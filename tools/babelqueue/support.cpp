@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "support.hpp"
 
+#include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url.hpp>
 
@@ -81,7 +82,9 @@ Headers parse_headers(const std::vector<std::string>& pairs) {
 }
 
 std::chrono::milliseconds seconds(double value) {
-  return std::chrono::milliseconds(static_cast<std::int64_t>(value * 1000.0 + 0.5));
+  // Held to a range a deadline can be added to (1e300 s is "for ever", not
+  // an overflow).
+  return detail::saturating_seconds(value);
 }
 
 std::string sanitize_utf8(std::string_view text) {

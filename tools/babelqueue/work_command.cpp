@@ -14,6 +14,8 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <memory>
 #include <mutex>
@@ -35,16 +37,20 @@ struct WorkArgs {
   std::size_t concurrency = 1;
   std::size_t max_messages = 0;
   double idle_exit = 0;
+  double unreachable_exit = 0;
   std::int64_t backoff_initial_ms = 1000;
   std::int64_t backoff_max_ms = 300000;
   double backoff_multiplier = 2.0;
   double shutdown_deadline = 30;
+  double kill_grace = 10;
   // --idempotency: the store's URL (empty = off), the claim and its lease.
   std::string idempotency;
   bool no_claim = false;
+  bool pass_credentials = false;
   double claim_lease = 30;
   // Whether the optional ones were given.
   bool idle_exit_given = false;
+  bool unreachable_exit_given = false;
   bool backoff_given = false;
 };
 
@@ -52,16 +58,26 @@ struct WorkArgs {
 constexpr const char* kMessageVariables[] = {"BQ_URN",      "BQ_TRACE_ID", "BQ_MESSAGE_ID",
                                              "BQ_ATTEMPTS", "BQ_QUEUE",    "BQ_HEADERS"};
 
-std::vector<std::string> inherited_environment() {
+// The SDK's own credentials: the broker URL (its password) and the AWS keys
+// the SQS transport reads. Not handed to commands unless asked
+// (--pass-credentials): a command is given the message, not the broker.
+constexpr const char* kCredentialVariables[] = {"BABELQUEUE_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                                "AWS_SESSION_TOKEN"};
+
+bool names(std::string_view entry, std::string_view name) {
+  return entry.size() > name.size() && entry.substr(0, name.size()) == name && entry[name.size()] == '=';
+}
+
+std::vector<std::string> inherited_environment(bool pass_credentials) {
   std::vector<std::string> out;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
-    bool ours = false;
-    for (const char* name : kMessageVariables) {
-      const std::string_view n(name);
-      if (text.size() > n.size() && text.substr(0, n.size()) == n && text[n.size()] == '=') ours = true;
-    }
-    if (!ours) out.emplace_back(text);
+    const auto any_of = [&](const auto& list) {
+      return std::any_of(std::begin(list), std::end(list), [&](const char* name) { return names(text, name); });
+    };
+    if (any_of(kMessageVariables)) continue;
+    if (!pass_credentials && any_of(kCredentialVariables)) continue;
+    out.emplace_back(text);
   }
   return out;
 }
@@ -128,13 +144,34 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
   // blocked signals and only the watcher sees them.
   std::mutex worker_mutex;
   Worker* running = nullptr;
+  // A stop: the commands running then may finish until the shutdown
+  // deadline; then their process groups get SIGTERM, and SIGKILL after the
+  // grace. A command ended that way has its message handed back unchanged.
+  std::atomic<bool> commands_stopped{false};
+  std::chrono::steady_clock::time_point stop_began;
+  int stop_stage = 0;  // 1: finishing, 2: SIGTERM sent, 3: SIGKILL sent (the watcher thread only)
+  const auto deadline = seconds(args.shutdown_deadline);
+  const auto grace = seconds(args.kill_grace);
+  auto escalate = [&](int to_stage, std::string_view why) {
+    if (stop_stage >= to_stage) return;
+    stop_stage = to_stage;
+    commands_stopped = true;
+    Console::instance().line("babelqueue: " + std::string(why) + ": " + (to_stage == 2 ? "SIGTERM to" : "SIGKILL to") +
+                             " the running commands");
+    signal_running_children(to_stage == 2 ? SIGTERM : SIGKILL);
+  };
   SignalWatcher signals([&](int signal, int count) {
     if (count == 1 && signal != 0) {
+      stop_began = std::chrono::steady_clock::now();
+      stop_stage = 1;
       Console::instance().line("babelqueue: " + signal_name(signal) +
                                ": finishing the messages in flight (again to terminate their commands)");
     } else if (signal != 0) {
-      Console::instance().line("babelqueue: " + signal_name(signal) + ": terminating the running commands");
-      signal_running_children(count == 2 ? SIGTERM : SIGKILL);
+      escalate(count == 2 ? 2 : 3, signal_name(signal));
+    } else {
+      const auto since = std::chrono::steady_clock::now() - stop_began;
+      if (since >= deadline) escalate(2, "shutdown deadline");
+      if (since >= deadline + grace) escalate(3, "kill grace over");
     }
     std::lock_guard lock(worker_mutex);
     if (running != nullptr) running->stop();
@@ -150,7 +187,9 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
   options.dead_letter = args.dead_letter || !args.dlq.empty();
   options.dead_letter_queue = args.dlq;
   options.concurrency = args.concurrency;
-  options.shutdown_deadline = seconds(args.shutdown_deadline);
+  // The worker's own deadline comes after the commands' SIGKILL: a message
+  // is never released while its command may still run.
+  options.shutdown_deadline = deadline + grace + std::chrono::seconds(2);
   if (args.backoff_given) {
     BackoffPolicy backoff;
     backoff.initial = std::chrono::milliseconds(args.backoff_initial_ms);
@@ -165,6 +204,7 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
     // Look often enough for the idle time to be kept to within a fraction.
     options.poll_timeout = std::clamp(*limits.idle_exit / 2, std::chrono::milliseconds(50), options.poll_timeout);
   }
+  if (args.unreachable_exit_given) limits.unreachable_exit = seconds(args.unreachable_exit);
   options.log = console_log_sink();
 #if defined(BQ_CLI_IDEMPOTENCY)
   if (!args.idempotency.empty()) {
@@ -182,7 +222,7 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
 #endif
 
   Worker worker(std::move(transport), std::move(options));
-  const std::vector<std::string> base_environment = inherited_environment();
+  const std::vector<std::string> base_environment = inherited_environment(args.pass_credentials);
   auto handler = [&](const Message& message) -> Result<void> {
     ChildSpec spec;
     spec.argv = args.command;
@@ -197,6 +237,9 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
     auto outcome = run_child(spec);
     if (!outcome) return unexpected(outcome.error());
     if (outcome->succeeded()) return {};
+    // Ended by the worker's stop, not by its own failure: handed back as it
+    // came (attempts unchanged), for the next worker.
+    if (commands_stopped.load()) throw ReleaseDelivery({}, describe_failure(*outcome) + " (the worker is stopping)");
     // The sysexits convention: EX_DATAERR (65) says the message itself is
     // bad (dead-letter it now), EX_TEMPFAIL (75) asks for a retry after the
     // backoff; any other failure is a plain failure (retried up to
@@ -271,7 +314,15 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
   work->add_option("--max-messages", args->max_messages, "Stop after receiving N messages (0 = no limit)")
       ->type_name("N");
   CLI::Option* idle =
-      work->add_option("--idle-exit", args->idle_exit, "Stop once nothing arrived for this long and none is in flight")
+      work->add_option("--idle-exit", args->idle_exit,
+                       "Stop once nothing arrived for this long and none is in flight (exit 1 with the error when "
+                       "the receives of that time failed)")
+          ->check(CLI::NonNegativeNumber)
+          ->type_name("SECONDS");
+  CLI::Option* unreachable =
+      work->add_option(
+              "--unreachable-exit", args->unreachable_exit,
+              "Exit 1 with the last error once no receive has succeeded for this long (default: retry for ever)")
           ->check(CLI::NonNegativeNumber)
           ->type_name("SECONDS");
   CLI::Option* initial =
@@ -286,10 +337,19 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
           ->check(CLI::Range(1.0, 1000.0))
           ->type_name("X");
   work->add_option("--shutdown-deadline", args->shutdown_deadline,
-                   "On SIGTERM/SIGINT, how long running commands may finish before their messages are released")
+                   "On SIGTERM/SIGINT, how long running commands may finish before they get SIGTERM and their "
+                   "messages are handed back")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
       ->type_name("SECONDS");
+  work->add_option("--kill-grace", args->kill_grace,
+                   "After --shutdown-deadline's SIGTERM, how long a command may take to exit before SIGKILL")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->type_name("SECONDS");
+  work->add_flag("--pass-credentials", args->pass_credentials,
+                 "Hand CMD the SDK's credentials too (BABELQUEUE_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+                 "AWS_SESSION_TOKEN), which it does not get by default");
 #if defined(BQ_CLI_IDEMPOTENCY)
   work->add_option("--idempotency", args->idempotency,
                    "Run each meta.id once: remember handled ids in this store (memory://, sqlite://FILE, redis://...) "
@@ -304,8 +364,9 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
   work->add_flag("--no-claim", args->no_claim,
                  "With --idempotency: no in-flight claim, only the family's post-success seen-set");
 #endif
-  work->callback([&action, &global, args, idle, initial, max, multiplier] {
+  work->callback([&action, &global, args, idle, unreachable, initial, max, multiplier] {
     args->idle_exit_given = idle->count() > 0;
+    args->unreachable_exit_given = unreachable->count() > 0;
     args->backoff_given = initial->count() + max->count() + multiplier->count() > 0;
     action = [&global, args] { return run_work(global, *args); };
   });

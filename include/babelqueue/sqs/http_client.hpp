@@ -92,6 +92,15 @@ struct CurlOptions {
   std::size_t max_idle_connections = 16;
 };
 
+/// The proxy libcurl sends a request for url through, as libcurl picks it
+/// from the environment: http_proxy for http:// (lower case only),
+/// https_proxy or HTTPS_PROXY for https://, else all_proxy or ALL_PROXY;
+/// none when no_proxy (or NO_PROXY) lists the host ("*", the host itself, or
+/// a domain it ends in). Text for logs and errors — "the proxy
+/// http://proxy:3128 (https_proxy)", its credentials hidden — or empty when
+/// requests go straight to the endpoint.
+std::string proxy_of(std::string_view url);
+
 /// libcurl (OpenSSL) with keep-alive: each post borrows an idle connection
 /// handle from a pool and returns it, so sequential and concurrent calls
 /// reuse TCP (and TLS) connections.
