@@ -137,6 +137,8 @@ err=$("$bq" --url "nosuch://user:hunter2@host/x" publish q urn:a '{}' 2>&1)
 check "unknown scheme" 1 $?
 contains "unknown scheme: redacted URL" "cannot open nosuch://user:***@host/x" "$err"
 check "unknown scheme: no password" "" "$(printf '%s' "$err" | grep hunter2)"
+contains "unknown scheme: in a shell user's words" "this babelqueue does not know nosuch:// URLs (it opens " "$err"
+check "unknown scheme: no advice for programmers" "" "$(grep register_transport <<<"$err")"
 "$bq" --url "redis://u:pw@host:notaport" stats q >/dev/null 2>&1
 check "malformed URL" 1 $?
 "$bq" --url "$url" publish q urn:a 'not json' >/dev/null 2>&1
@@ -145,26 +147,55 @@ check "publish: DATA_JSON not JSON" 1 $?
 check "publish: blank URN" 1 $?
 "$bq" --url "$url" publish q urn:a >/dev/null 2>&1
 check "publish: missing DATA_JSON" 2 $?
-"$bq" --url "$url" publish q urn:a '{}' --count 0 >/dev/null 2>&1
+err=$("$bq" --url "$url" publish q urn:a '{}' --count 0 2>&1)
 check "publish: --count 0" 2 $?
+contains "publish: --count 0 says the rule" "--count: must be a whole number of at least 1, got '0'" "$err"
+check "publish: --count 0, no 300-digit range" "" "$(grep -E '[0-9]{20}' <<<"$err")"
+err=$("$bq" --url "$url" publish q urn:a null 2>&1)
+check "publish: DATA_JSON null" 1 $?
+contains "publish: DATA_JSON null says why" "DATA_JSON must be a JSON object, got null" "$err"
+err=$("$bq" --url "$url" publish q urn:a '[1]' 2>&1)
+check "publish: DATA_JSON an array" 1 $?
+check "publish: nothing published for bad DATA_JSON" '{"queue":"q","ready":0,"reserved":0,"delayed":0}' \
+  "$("$bq" --url "$url" stats q)"
 "$bq" --url "$url" publish q urn:a '{}' --delay -1 >/dev/null 2>&1
 check "publish: negative --delay" 2 $?
 "$bq" --url "$url" publish q urn:a '{}' --header novalue >/dev/null 2>&1
 check "publish: --header without =" 2 $?
 "$bq" --url "$url" drain >/dev/null 2>&1
 check "drain: missing QUEUE" 2 $?
-"$bq" --url "$url" drain q --wait abc >/dev/null 2>&1
+err=$("$bq" --url "$url" drain q --wait abc 2>&1)
 check "drain: bad --wait" 2 $?
+contains "drain: bad --wait is not a number" "--wait: not a number: 'abc'" "$err"
+"$bq" --url "$url" drain q --wait -1 >/dev/null 2>&1
+check "drain: negative --wait" 2 $?
+err=$("$bq" --url "$url" drain q --max -1 --wait 0.1 2>&1)
+check "drain: negative --max" 2 $?
+contains "drain: negative --max says the rule" "--max: must be a whole number (0 or more), got '-1'" "$err"
+"$bq" --url "$url" redrive q.dlq --max -2 --wait 0.1 >/dev/null 2>&1
+check "redrive: negative --max" 2 $?
 "$bq" --url "$url" stats >/dev/null 2>&1
 check "stats: missing QUEUE" 2 $?
 "$bq" --url "$url" redrive >/dev/null 2>&1
 check "redrive: missing DLQ" 2 $?
-"$bq" --url "$url" bench q --messages 0 >/dev/null 2>&1
+err=$("$bq" --url "$url" bench q --messages 0 2>&1)
 check "bench: --messages 0" 2 $?
+contains "bench: --messages 0 says the rule" "--messages: must be a whole number of at least 1, got '0'" "$err"
+err=$("$bq" --url "$url" bench q --concurrency 0 2>&1)
+check "bench: --concurrency 0" 2 $?
+contains "bench: --concurrency 0 says the rule" "--concurrency: must be a whole number of at least 1, got '0'" "$err"
 "$bq" stats q --url >/dev/null 2>&1
 check "--url without a value" 2 $?
-"$bq" --url "$url" frobnicate q >/dev/null 2>&1
+err=$("$bq" --url "$url" frobnicate q 2>&1)
 check "unknown command" 2 $?
+contains "unknown command: named" "babelqueue: unknown command 'frobnicate' (the commands: " "$err"
+err=$("$bq" codec frobnicate 2>&1)
+check "unknown codec command" 2 $?
+contains "unknown codec command: named" "unknown command 'codec frobnicate' (the commands: encode, decode" "$err"
+err=$("$bq" 2>&1)
+check "no command" 2 $?
+contains "no command: the usage" "Usage: babelqueue [OPTIONS] SUBCOMMAND" "$err"
+contains "no command: the commands listed" "publish" "$err"
 "$bq" publish --help >/dev/null 2>&1
 check "publish --help" 0 $?
 check "help lists the commands" 7 "$("$bq" --help | grep -cE '^  (publish|send|drain|stats|redrive|work|bench) ')"

@@ -2,6 +2,7 @@
 // bench: publish N envelopes, consume them with a Worker, report rates and
 // latencies as one JSON line.
 #include "commands.hpp"
+#include "option_checks.hpp"
 #include "support.hpp"
 
 #include <babelqueue/envelope.hpp>
@@ -167,14 +168,15 @@ void add_bench_command(CLI::App& app, Action& action, const GlobalOptions& globa
       "bench", "Publish N envelopes to an empty QUEUE, consume them, print rates and latencies as JSON");
   bench->add_option("QUEUE", args->queue, "An empty queue to benchmark on")->required();
   bench->add_option("--messages", args->messages, "How many envelopes")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str()
       ->type_name("N");
   bench->add_option("--size", args->size, "About how many bytes of data each envelope carries")
+      ->check(whole_number(0))
       ->capture_default_str()
       ->type_name("BYTES");
   bench->add_option("--concurrency", args->concurrency, "Handler threads of the consuming worker")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str()
       ->type_name("N");
   bench->callback([&action, &global, args] { action = [&global, args] { return run_bench(global, *args); }; });

@@ -2,6 +2,7 @@
 // publish, send, drain, stats and redrive: moving messages in and out of a
 // broker from a shell.
 #include "commands.hpp"
+#include "option_checks.hpp"
 #include "support.hpp"
 
 #include <babelqueue/envelope.hpp>
@@ -46,6 +47,9 @@ struct PublishArgs {
 int run_publish(const GlobalOptions& global, const PublishArgs& args) {
   auto data = parse_json(args.data_json);
   if (!data) return fail("DATA_JSON is not JSON: " + data.error().message());
+  // Envelope::make reads null as {}; on a command line it is a mistake.
+  if (!data->is_object())
+    return fail("DATA_JSON must be a JSON object, got " + std::string(Value::kind_name(data->kind())));
   MakeOptions make;
   make.queue = args.queue;
   make.trace_id = args.trace_id;
@@ -231,10 +235,10 @@ void add_queue_commands(CLI::App& app, Action& action, const GlobalOptions& glob
       ->allow_extra_args(false)
       ->type_name("NAME=VALUE");
   publish->add_option("--delay", publish_args->delay_ms, "Deliver no earlier than this many milliseconds from now")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_number(0))
       ->type_name("MS");
   publish->add_option("--count", publish_args->count, "Publish N envelopes (one id per line)")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->type_name("N");
   publish->callback([&action, &global, publish_args] {
     action = [&global, publish_args] { return run_publish(global, *publish_args); };
@@ -255,9 +259,11 @@ void add_queue_commands(CLI::App& app, Action& action, const GlobalOptions& glob
   auto drain_args = std::make_shared<DrainArgs>();
   CLI::App* drain = app.add_subcommand("drain", "Receive and acknowledge messages, printing each body on its own line");
   drain->add_option("QUEUE", drain_args->queue, "The queue")->required();
-  drain->add_option("--max", drain_args->max, "Stop after N messages (0 = no limit)")->type_name("N");
+  drain->add_option("--max", drain_args->max, "Stop after N messages (0 = no limit)")
+      ->check(whole_number(0))
+      ->type_name("N");
   drain->add_option("--wait", drain_args->wait_seconds, "Stop once a receive waited this long for nothing")
-      ->check(CLI::NonNegativeNumber)
+      ->check(seconds_value())
       ->capture_default_str()
       ->type_name("SECONDS");
   drain->callback(
@@ -274,12 +280,14 @@ void add_queue_commands(CLI::App& app, Action& action, const GlobalOptions& glob
       app.add_subcommand("redrive", "Move messages from a dead-letter queue back to where they failed");
   redrive_cmd->add_option("DLQ", redrive_args->dlq, "The dead-letter queue, e.g. orders.dlq")->required();
   redrive_cmd->add_option("--to", redrive_args->to, "Send every message to this queue instead of its original one");
-  redrive_cmd->add_option("--max", redrive_args->max, "Redrive at most N messages (0 = all)")->type_name("N");
+  redrive_cmd->add_option("--max", redrive_args->max, "Redrive at most N messages (0 = all)")
+      ->check(whole_number(0))
+      ->type_name("N");
   redrive_cmd->add_flag("--dry-run", redrive_args->dry_run, "Show what would be redriven; move nothing");
   redrive_cmd->add_flag("--bypass", redrive_args->bypass,
                         "Mark the replays (bq-replay-bypass header) so handlers skip external side effects");
   redrive_cmd->add_option("--wait", redrive_args->wait_seconds, "How long one receive waits on the DLQ")
-      ->check(CLI::NonNegativeNumber)
+      ->check(seconds_value())
       ->capture_default_str()
       ->type_name("SECONDS");
   redrive_cmd->callback([&action, &global, redrive_args] {

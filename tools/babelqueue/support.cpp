@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
@@ -48,6 +49,18 @@ std::string redact_url(std::string_view url) {
 }
 
 std::unique_ptr<Transport> open_transport_or_report(const GlobalOptions& global) {
+  // An unknown scheme, in the words of a shell user: the library's own
+  // message tells a programmer which library to link.
+  if (auto parsed = Url::parse(global.url)) {
+    const std::vector<std::string> schemes = registered_schemes();
+    if (std::find(schemes.begin(), schemes.end(), parsed->scheme) == schemes.end()) {
+      std::string known;
+      for (const std::string& scheme : schemes) known += (known.empty() ? "" : ", ") + scheme + "://";
+      fail("cannot open " + redact_url(global.url) + ": this babelqueue does not know " + parsed->scheme +
+           ":// URLs (it opens " + known + ")");
+      return nullptr;
+    }
+  }
   auto opened = open_transport(global.url);
   if (opened) return std::move(*opened);
   const std::string shown = redact_url(global.url);

@@ -3,6 +3,7 @@
 // BabelQueue consumer.
 #include "child_process.hpp"
 #include "commands.hpp"
+#include "option_checks.hpp"
 #include "support.hpp"
 
 #include <babelqueue/json.hpp>
@@ -255,7 +256,7 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
       ->allow_extra_args(false)
       ->type_name("URN");
   work->add_option("--max-attempts", args->max_attempts, "Deliveries of a failing message before it is given up")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str()
       ->type_name("N");
   work->add_flag("--dead-letter", args->dead_letter, "Send given-up and poison messages to the dead-letter queue");
@@ -265,29 +266,30 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
       ->check(CLI::IsMember({"fail", "delete", "release", "dead_letter"}))
       ->capture_default_str();
   work->add_option("--concurrency", args->concurrency, "Commands run at once")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str()
       ->type_name("N");
   work->add_option("--max-messages", args->max_messages, "Stop after receiving N messages (0 = no limit)")
+      ->check(whole_number(0))
       ->type_name("N");
   CLI::Option* idle =
       work->add_option("--idle-exit", args->idle_exit, "Stop once nothing arrived for this long and none is in flight")
-          ->check(CLI::NonNegativeNumber)
+          ->check(seconds_value())
           ->type_name("SECONDS");
   CLI::Option* initial =
       work->add_option("--backoff-initial", args->backoff_initial_ms, "Delay retries: the first retry's delay")
-          ->check(CLI::NonNegativeNumber)
+          ->check(whole_number(0))
           ->type_name("MS");
   CLI::Option* max = work->add_option("--backoff-max", args->backoff_max_ms, "Delay retries: the longest delay")
-                         ->check(CLI::NonNegativeNumber)
+                         ->check(whole_number(0))
                          ->type_name("MS");
   CLI::Option* multiplier =
       work->add_option("--backoff-multiplier", args->backoff_multiplier, "Delay retries: growth per retry")
-          ->check(CLI::Range(1.0, 1000.0))
+          ->check(number_between(1.0, 1000.0))
           ->type_name("X");
   work->add_option("--shutdown-deadline", args->shutdown_deadline,
                    "On SIGTERM/SIGINT, how long running commands may finish before their messages are released")
-      ->check(CLI::NonNegativeNumber)
+      ->check(seconds_value())
       ->capture_default_str()
       ->type_name("SECONDS");
 #if defined(BQ_CLI_IDEMPOTENCY)
@@ -298,7 +300,7 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
   work->add_option("--claim-lease", args->claim_lease,
                    "With --idempotency: how long an id's in-flight claim lasts unless renewed (a crashed worker's "
                    "messages wait this long)")
-      ->check(CLI::PositiveNumber)
+      ->check(seconds_value(true))
       ->capture_default_str()
       ->type_name("SECONDS");
   work->add_flag("--no-claim", args->no_claim,
