@@ -79,7 +79,7 @@ int run_bench(const GlobalOptions& global, const BenchArgs& args) {
   std::atomic<std::size_t> published{0};
   std::atomic<std::size_t> consumed{0};
   std::atomic<int> phase{0};
-  Progress progress([&] {
+  Progress progress(StdoutUse::at_the_end, [&] {
     return phase.load() == 0
                ? "bench: published " + std::to_string(published.load()) + "/" + std::to_string(args.messages)
                : "bench: consumed " + std::to_string(consumed.load()) + "/" + std::to_string(args.messages);
@@ -133,6 +133,7 @@ int run_bench(const GlobalOptions& global, const BenchArgs& args) {
   auto summary = worker.run({args.queue}, limits);
   const auto consume_elapsed = std::chrono::steady_clock::now() - consume_start;
   transport->close();
+  progress.finish();
   if (!summary) return fail("bench: consuming failed: " + summary.error().message());
 
   std::sort(latencies.begin(), latencies.end());

@@ -62,7 +62,7 @@ int run_publish(const GlobalOptions& global, const PublishArgs& args) {
   auto transport = open_transport_or_report(global);
   if (!transport) return kExitFailure;
   std::atomic<std::size_t> published{0};
-  Progress progress([&] {
+  Progress progress(StdoutUse::while_running, [&] {
     return "publish " + args.queue + ": " + std::to_string(published.load()) + "/" + std::to_string(args.count);
   });
   // Made and published a batch at a time, so --count needs little memory.
@@ -132,7 +132,8 @@ int run_drain(const GlobalOptions& global, const DrainArgs& args) {
   auto transport = open_transport_or_report(global);
   if (!transport) return kExitFailure;
   std::atomic<std::size_t> taken{0};
-  Progress progress([&] { return "drain " + args.queue + ": " + std::to_string(taken.load()) + " messages"; });
+  Progress progress(StdoutUse::while_running,
+                    [&] { return "drain " + args.queue + ": " + std::to_string(taken.load()) + " messages"; });
   const auto wait = seconds(args.wait_seconds);
   int status = kExitOk;
   while (args.max == 0 || taken.load() < args.max) {

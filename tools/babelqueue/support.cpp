@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,7 +160,22 @@ Console& Console::instance() {
   return console;
 }
 
-Console::Console() : interactive_(isatty(STDERR_FILENO) == 1) {}
+namespace {
+
+// Standard output and standard error are the same terminal (not merely two
+// terminals): what one prints lands on the other's status line.
+bool stdout_shares_terminal() {
+  if (isatty(STDOUT_FILENO) != 1 || isatty(STDERR_FILENO) != 1) return false;
+  struct stat out {};
+  struct stat err {};
+  if (fstat(STDOUT_FILENO, &out) != 0 || fstat(STDERR_FILENO, &err) != 0) return true;
+  return out.st_rdev == err.st_rdev;
+}
+
+}  // namespace
+
+Console::Console()
+    : stderr_is_terminal_(isatty(STDERR_FILENO) == 1), stdout_shares_terminal_(stdout_shares_terminal()) {}
 
 void Console::erase_locked() {
   if (shown_) write_stderr("\r\033[K");
@@ -167,7 +183,7 @@ void Console::erase_locked() {
 }
 
 void Console::draw_locked() {
-  if (!interactive_ || status_.empty()) return;
+  if (!stderr_is_terminal_ || status_.empty()) return;
   const std::size_t width = terminal_width() - 1;
   write_stderr("\r\033[K" + (status_.size() > width ? status_.substr(0, width) : status_));
   shown_ = true;
@@ -188,7 +204,7 @@ void Console::raw_lines(std::string_view text) {
 }
 
 void Console::status(std::string_view text) {
-  if (!interactive_) return;
+  if (!stderr_is_terminal_) return;
   std::lock_guard lock(mutex_);
   status_ = text;
   draw_locked();
@@ -200,8 +216,8 @@ void Console::clear_status() {
   erase_locked();
 }
 
-Progress::Progress(std::function<std::string()> render) : render_(std::move(render)) {
-  if (!Console::instance().interactive()) return;
+Progress::Progress(StdoutUse use, std::function<std::string()> render) : render_(std::move(render)) {
+  if (!Console::instance().can_show_status(use)) return;
   thread_ = std::thread([this] {
     std::unique_lock lock(mutex_);
     while (!done_) {
@@ -214,7 +230,7 @@ Progress::Progress(std::function<std::string()> render) : render_(std::move(rend
   });
 }
 
-Progress::~Progress() {
+void Progress::finish() {
   if (!thread_.joinable()) return;
   {
     std::lock_guard lock(mutex_);

@@ -216,7 +216,7 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
     for (const std::string& urn : args.urns) worker.handle(urn, handler);
   }
 
-  Progress progress([&] {
+  Progress progress(StdoutUse::while_running, [&] {
     const WorkerMetricsSnapshot m = worker.metrics().snapshot();
     return "work " + args.queue + ": " + std::to_string(m.received) + " received, " + std::to_string(m.succeeded) +
            " succeeded, " + std::to_string(m.failed) + " failed, " + std::to_string(m.retried) + " retried, " +
