@@ -19,7 +19,7 @@ for transport in memory sqlite; do
       sqlite) url="sqlite://$work/bench-$concurrency.db" ;;
     esac
     line=$("$bq" --url "$url" bench "bench-$transport-$concurrency" --messages "$messages" --size "$size" \
-      --concurrency "$concurrency")
+      --concurrency "$concurrency" --json)
     echo "$line"
     results+=("$line")
   done

@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 unset BABELQUEUE_URL
 export BABELQUEUE_URL="sqlite://$tmp/q.db"
-stats() { "$bq" stats "$1"; }
+stats() { "$bq" stats "$1" --json; }
 empty() { printf '{"queue":"%s","ready":0,"reserved":0,"delayed":0}' "$1"; }
 drain() { "$bq" drain "$1" --wait 0.2; }
 work() { "$bq" work "$@" 2>"$tmp/work.err"; }  # the worker's standard error in $tmp/work.err

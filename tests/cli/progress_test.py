@@ -71,7 +71,7 @@ def main():
 
         # bench writes to standard output only at the end: the status shows
         # while it runs, and is gone before the report is printed.
-        status, terminal, _ = run([bq, "--url", url, "bench", "b", "--messages", "20000"], True)
+        status, terminal, _ = run([bq, "--url", url, "bench", "b", "--messages", "20000", "--json"], True)
         check("bench, stdout on the terminal: exit", 0, status)
         check("bench: the status line was drawn", True, b"bench: " in terminal)
         report = terminal.rsplit(ERASE, 1)[-1]

@@ -29,6 +29,7 @@ struct BenchArgs {
   std::size_t messages = 1000;
   std::size_t size = 256;
   std::size_t concurrency = 1;
+  bool json = false;
 };
 
 double per_second(std::size_t count, std::chrono::steady_clock::duration elapsed) {
@@ -150,10 +151,19 @@ int run_bench(const GlobalOptions& global, const BenchArgs& args) {
   out.set("publish_msgs_per_s", per_second(args.messages, publish_elapsed));
   out.set("consume_msgs_per_s", per_second(consumed.load(), consume_elapsed));
   out.set("latency_ms", Value(std::move(latency)));
-  auto line = to_json(Value(std::move(out)));
-  if (!line) return fail(line.error().message());
-  std::cout << *line << '\n';
-  std::cout.flush();
+  if (args.json) {
+    if (print_json_line(Value(std::move(out))) != kExitOk) return kExitFailure;
+  } else {
+    std::cout << "bench " << (url ? url->scheme : std::string("?")) << "://: " << args.messages << " messages of about "
+              << args.size << " bytes, " << args.concurrency << " handler thread" << (args.concurrency == 1 ? "" : "s")
+              << "\n"
+              << "  publish  " << per_second(args.messages, publish_elapsed) << " msg/s\n"
+              << "  consume  " << per_second(consumed.load(), consume_elapsed) << " msg/s\n"
+              << "  latency  p50 " << round_ms(percentile(latencies, 0.50)) << " ms, p90 "
+              << round_ms(percentile(latencies, 0.90)) << " ms, p99 " << round_ms(percentile(latencies, 0.99))
+              << " ms, max " << round_ms(latencies.empty() ? 0.0 : latencies.back()) << " ms\n";
+    std::cout.flush();
+  }
   if (consumed.load() != args.messages) {
     return fail("bench: consumed " + std::to_string(consumed.load()) + " of " + std::to_string(args.messages) +
                 " messages");
@@ -165,8 +175,8 @@ int run_bench(const GlobalOptions& global, const BenchArgs& args) {
 
 void add_bench_command(CLI::App& app, Action& action, const GlobalOptions& global) {
   auto args = std::make_shared<BenchArgs>();
-  CLI::App* bench = app.add_subcommand(
-      "bench", "Publish N envelopes to an empty QUEUE, consume them, print rates and latencies as JSON");
+  CLI::App* bench =
+      app.add_subcommand("bench", "Publish N envelopes to an empty QUEUE, consume them, print rates and latencies");
   bench->add_option("QUEUE", args->queue, "An empty queue to benchmark on")->required();
   bench->add_option("--messages", args->messages, "How many envelopes")
       ->check(whole_number(1))
@@ -180,6 +190,9 @@ void add_bench_command(CLI::App& app, Action& action, const GlobalOptions& globa
       ->check(whole_number(1))
       ->capture_default_str()
       ->type_name("N");
+  bench->add_flag("--json", args->json,
+                  "One JSON line: {transport, messages, size, concurrency, publish_msgs_per_s, consume_msgs_per_s, "
+                  "latency_ms: {p50, p90, p99, max}}");
   bench->callback([&action, &global, args] { action = [&global, args] { return run_bench(global, *args); }; });
 }
 

@@ -33,7 +33,7 @@ inline constexpr const char* kUrlEnvironmentVariable = "BABELQUEUE_URL";
 void add_codec_commands(CLI::App& app, Action& action);
 // Registers `conformance SUITE_DIR [--url URL]`.
 void add_conformance_command(CLI::App& app, Action& action, const GlobalOptions& global);
-// Registers `publish`, `send`, `drain`, `stats` and `redrive`.
+// Registers `publish`, `send`, `drain`, `peek`, `stats` and `redrive`.
 void add_queue_commands(CLI::App& app, Action& action, const GlobalOptions& global);
 // Registers `work QUEUE [options] -- CMD [ARGS...]`.
 void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "support.hpp"
 
+#include <babelqueue/json.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url.hpp>
 
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
+#include <iostream>
 
 namespace babelqueue::cli {
 
@@ -73,6 +75,27 @@ std::unique_ptr<Transport> open_transport_or_report(const GlobalOptions& global)
   replace_all(message, global.url, shown);
   fail("cannot open " + shown + ": " + message);
   return nullptr;
+}
+
+std::string queue_name(const Transport& transport, const std::string& name) {
+  constexpr std::string_view kFamilySuffix = ".dlq";
+  if (name.size() <= kFamilySuffix.size() || !name.ends_with(kFamilySuffix)) return name;
+  const std::string_view base = std::string_view(name).substr(0, name.size() - kFamilySuffix.size());
+  return transport.dead_letter_queue(base);
+}
+
+Value headers_object(const Headers& headers) {
+  Object object;
+  for (const auto& [name, value] : headers) object.set(sanitize_utf8(name), sanitize_utf8(value));
+  return Value(std::move(object));
+}
+
+int print_json_line(const Value& value) {
+  auto line = to_json(value);
+  if (!line) return fail(line.error().message());
+  std::cout << *line << '\n';
+  std::cout.flush();
+  return kExitOk;
 }
 
 CLI::Validator header_check() {

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 
 #include <babelqueue/transport.hpp>
+#include <babelqueue/value.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -32,6 +33,20 @@ std::unique_ptr<Transport> open_transport_or_report(const GlobalOptions& global)
 // The URL with its password (and secret query values) replaced by ***, for
 // messages; also for text that does not parse as a URL.
 std::string redact_url(std::string_view url);
+
+// The queue a command works on: name as given, except the family's
+// dead-letter name QUEUE.dlq, which becomes the transport's own name for
+// QUEUE's dead-letter queue where that differs (SQS: QUEUE-dlq, as dots are
+// not allowed there). So `stats orders.dlq` works on every broker.
+std::string queue_name(const Transport& transport, const std::string& name);
+
+// The out-of-band headers as a JSON object, names and values made valid
+// UTF-8.
+Value headers_object(const Headers& headers);
+
+// Prints value as one line of JSON on standard output; kExitOk, else
+// (a value JSON cannot hold) prints why and returns kExitFailure.
+int print_json_line(const Value& value);
 
 // A CLI11 check for K=V (K not empty).
 CLI::Validator header_check();

@@ -100,9 +100,7 @@ std::string summary_line(const std::string& queue, const WorkerMetricsSnapshot& 
 
 // The out-of-band headers as a JSON object ({} when there are none).
 std::string headers_json(const Headers& headers) {
-  Object object;
-  for (const auto& [name, value] : headers) object.set(sanitize_utf8(name), sanitize_utf8(value));
-  auto text = to_json(Value(std::move(object)));
+  auto text = to_json(headers_object(headers));
   return text ? *text : std::string("{}");
 }
 
@@ -143,13 +141,15 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
 
   auto transport = open_transport_or_report(global);
   if (!transport) return kExitFailure;
+  const std::string queue = queue_name(*transport, args.queue);
 
   WorkerOptions options;
-  options.default_queue = args.queue;
+  options.default_queue = queue;
   options.max_attempts = args.max_attempts;
   options.unknown_urn = *unknown_urn_strategy_from_string(args.unknown_urn);
   options.dead_letter = args.dead_letter || !args.dlq.empty();
-  options.dead_letter_queue = args.dlq;
+  // Empty: the transport's name for QUEUE's dead-letter queue.
+  options.dead_letter_queue = args.dlq.empty() ? std::string() : queue_name(*transport, args.dlq);
   options.concurrency = args.concurrency;
   options.shutdown_deadline = seconds(args.shutdown_deadline);
   if (args.backoff_given) {
@@ -218,7 +218,7 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
 
   Progress progress(StdoutUse::while_running, [&] {
     const WorkerMetricsSnapshot m = worker.metrics().snapshot();
-    return "work " + args.queue + ": " + std::to_string(m.received) + " received, " + std::to_string(m.succeeded) +
+    return "work " + queue + ": " + std::to_string(m.received) + " received, " + std::to_string(m.succeeded) +
            " succeeded, " + std::to_string(m.failed) + " failed, " + std::to_string(m.retried) + " retried, " +
            std::to_string(m.dead_lettered) + " dead-lettered";
   });
@@ -226,20 +226,20 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
     std::lock_guard lock(worker_mutex);
     running = &worker;
   }
-  auto summary = worker.run({args.queue}, limits);
+  auto summary = worker.run({queue}, limits);
   {
     std::lock_guard lock(worker_mutex);
     running = nullptr;
   }
   const WorkerMetricsSnapshot metrics = worker.metrics().snapshot();
   if (!summary) {
-    Console::instance().line(summary_line(args.queue, metrics, metrics.received, "failed"));
-    return fail("work " + args.queue + ": the worker stopped: " + summary.error().message());
+    Console::instance().line(summary_line(queue, metrics, metrics.received, "failed"));
+    return fail("work " + queue + ": the worker stopped: " + summary.error().message());
   }
   const std::string_view why = summary->reason == RunSummary::Reason::idle           ? "stopped (idle)"
                                : summary->reason == RunSummary::Reason::max_messages ? "stopped (max messages)"
                                                                                      : "stopped";
-  Console::instance().line(summary_line(args.queue, metrics, summary->processed, why));
+  Console::instance().line(summary_line(queue, metrics, summary->processed, why));
   return kExitOk;
 }
 
@@ -260,7 +260,9 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
       ->capture_default_str()
       ->type_name("N");
   work->add_flag("--dead-letter", args->dead_letter, "Send given-up and poison messages to the dead-letter queue");
-  work->add_option("--dlq", args->dlq, "The dead-letter queue (implies --dead-letter; default QUEUE.dlq)")
+  work->add_option("--dlq", args->dlq,
+                   "The dead-letter queue (implies --dead-letter; default: the transport's name for QUEUE's, QUEUE.dlq "
+                   "or on SQS QUEUE-dlq)")
       ->type_name("NAME");
   work->add_option("--unknown-urn", args->unknown_urn, "What happens to a URN not routed by --urn")
       ->check(CLI::IsMember({"fail", "delete", "release", "dead_letter"}))
