@@ -39,6 +39,9 @@ void add_queue_commands(CLI::App& app, Action& action, const GlobalOptions& glob
 void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global);
 // Registers `bench QUEUE [options]`.
 void add_bench_command(CLI::App& app, Action& action, const GlobalOptions& global);
+// Registers the hidden `completion bash|zsh`, generated from the commands
+// registered before it: call it last.
+void add_completion_command(CLI::App& app, Action& action);
 
 // All of standard input. One trailing line break (LF or CRLF) is dropped, so
 // `echo '{...}' | babelqueue codec decode` reads exactly the JSON text.
