@@ -241,6 +241,16 @@ Result<void> Transport::release(const Delivery& delivery, std::chrono::milliseco
   return state_->client->negative_ack(delivery.token.id, std::max(delay, std::chrono::milliseconds(0)));
 }
 
+Result<std::vector<PeekedMessage>> Transport::peek(std::string_view queue, std::size_t /*max*/) {
+  // A receive is a delivery (it raises the redelivery count of what comes
+  // back), and the binary protocol shows a subscription's waiting messages
+  // only to a reader positioned at the subscription's mark-delete position,
+  // which this transport does not open.
+  return unexpected(Errc::unsupported,
+                    "this Pulsar transport cannot show the messages of '" + std::string(queue) +
+                        "' without receiving them; `pulsar-admin topics peek-messages -s SUBSCRIPTION TOPIC` can");
+}
+
 void Transport::close(std::chrono::milliseconds deadline) {
   if (state_ && state_->client) state_->client->close(deadline);
 }
