@@ -13,9 +13,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 
 namespace babelqueue::cli {
 
@@ -154,14 +156,20 @@ int run_bench(const GlobalOptions& global, const BenchArgs& args) {
   if (args.json) {
     if (print_json_line(Value(std::move(out))) != kExitOk) return kExitFailure;
   } else {
+    const auto ms = [](double value) {
+      std::ostringstream text;
+      text << std::fixed << std::setprecision(1) << value << " ms";
+      return text.str();
+    };
     std::cout << "bench " << (url ? url->scheme : std::string("?")) << "://: " << args.messages << " messages of about "
               << args.size << " bytes, " << args.concurrency << " handler thread" << (args.concurrency == 1 ? "" : "s")
               << "\n"
-              << "  publish  " << per_second(args.messages, publish_elapsed) << " msg/s\n"
+              << std::fixed << std::setprecision(0) << "  publish  " << per_second(args.messages, publish_elapsed)
+              << " msg/s\n"
               << "  consume  " << per_second(consumed.load(), consume_elapsed) << " msg/s\n"
-              << "  latency  p50 " << round_ms(percentile(latencies, 0.50)) << " ms, p90 "
-              << round_ms(percentile(latencies, 0.90)) << " ms, p99 " << round_ms(percentile(latencies, 0.99))
-              << " ms, max " << round_ms(latencies.empty() ? 0.0 : latencies.back()) << " ms\n";
+              << "  latency  p50 " << ms(percentile(latencies, 0.50)) << ", p90 " << ms(percentile(latencies, 0.90))
+              << ", p99 " << ms(percentile(latencies, 0.99)) << ", max "
+              << ms(latencies.empty() ? 0.0 : latencies.back()) << "\n";
     std::cout.flush();
   }
   if (consumed.load() != args.messages) {
