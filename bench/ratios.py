@@ -3,12 +3,16 @@
 """Runs babelqueue_bench_codec and prints the performance targets as PASS/FAIL.
 
 Usage:
-  bench/ratios.py BENCH_BINARY [--strict] [--input FILE] [benchmark args...]
+  bench/ratios.py BENCH_BINARY [--strict] [--markdown] [--input FILE] [benchmark args...]
 
 Every argument after the binary that this script does not know is passed to
 the benchmark, e.g. --benchmark_min_time=0.2 or --benchmark_repetitions=5.
 With repetitions the median is used, otherwise the single run. Times are CPU
 times (the machine is shared; CPU time hides most of the other load).
+
+--markdown prints the tables of docs/benchmarks.md instead, under a line
+saying when, on which commit and on what machine they were measured
+(bench/regenerate_docs.py puts them there).
 
 --input FILE reads a saved --benchmark_format=json output instead of running
 the binary (BENCH_BINARY is then ignored and may be "-").
@@ -18,15 +22,19 @@ The table is a report: the exit code is 0 even with FAIL rows, unless
 """
 
 import json
+import os
 import subprocess
 import sys
+
+import machine
 
 PAYLOADS = ("small", "4k")
 
 
 def usage(message):
     print(f"ratios.py: {message}", file=sys.stderr)
-    print("usage: ratios.py BENCH_BINARY [--strict] [--input FILE] [benchmark args...]", file=sys.stderr)
+    print("usage: ratios.py BENCH_BINARY [--strict] [--markdown] [--input FILE] [benchmark args...]",
+          file=sys.stderr)
     sys.exit(2)
 
 
@@ -36,6 +44,7 @@ def parse_args(argv):
         sys.exit(0 if argv else 2)
     binary, rest = argv[0], argv[1:]
     strict = False
+    markdown = False
     input_file = None
     passthrough = []
     i = 0
@@ -43,6 +52,8 @@ def parse_args(argv):
         arg = rest[i]
         if arg == "--strict":
             strict = True
+        elif arg == "--markdown":
+            markdown = True
         elif arg == "--input":
             if i + 1 >= len(rest):
                 usage("--input needs a file")
@@ -53,7 +64,7 @@ def parse_args(argv):
         else:
             passthrough.append(arg)
         i += 1
-    return binary, strict, input_file, passthrough
+    return binary, strict, markdown, input_file, passthrough
 
 
 def run_benchmark(binary, passthrough):
@@ -130,14 +141,58 @@ def targets(results):
             yield ("decode+route allocs/iter <= 1", payload, f"{allocs:g}", "PASS" if allocs <= 1.0 else "FAIL")
 
 
+def fmt_doc(ns):
+    """A time as the docs write it: 3 significant digits, ns / µs / ms."""
+    for unit, scale in (("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale * 0.9995:  # 999.7 ns is written 1 µs, not 1000 ns
+            value = ns / scale
+            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def markdown(results, rows, measured):
+    """The tables of docs/benchmarks.md's latest figures."""
+    out = [measured + ". Medians of the repetitions, CPU time:", ""]
+    out += ["| benchmark | /small | /4k | allocs/iter (small, 4k) |", "| --- | ---: | ---: | ---: |"]
+    names = ["BM_Encode", "BM_DecodeAccept", "BM_DecodeRoute", "BM_Retry", "BM_BaselineSimdjsonParse",
+             "BM_BaselineNlohmannParse", "BM_BaselineNlohmannDump"]
+    for name in names:
+        cells = []
+        allocs = []
+        for payload in PAYLOADS:
+            row = results.get(f"{name}/{payload}")
+            cells.append(fmt_doc(row["time"]) if row else "missing")
+            if row and row["allocs"] is not None:
+                allocs.append(f"{row['allocs']:g}")
+        out.append(f"| `{name}` | {cells[0]} | {cells[1]} | {', '.join(allocs)} |")
+    out += ["", "| target | /small | /4k |", "| --- | --- | --- |"]
+    by_target = {}
+    for target, payload, text, verdict in rows:
+        by_target.setdefault(target, {})[payload] = f"{text.split(' (')[0]} — {verdict}"
+    for target, cells in by_target.items():
+        out.append(f"| {target} | {cells.get('small', 'missing')} | {cells.get('4k', 'missing')} |")
+    encode = results.get("BM_Encode/4k")
+    retry = results.get("BM_Retry/4k")
+    if encode and retry:
+        out += ["", f"Re-emitting the 4k envelope for a retry (`BM_Retry/4k`, {fmt_doc(retry['time'])}) is "
+                f"{encode['time'] / retry['time']:.1f}× faster than encoding it (`BM_Encode/4k`, "
+                f"{fmt_doc(encode['time'])})."]
+    return "\n".join(out)
+
+
 def main(argv):
-    binary, strict, input_file, passthrough = parse_args(argv)
+    binary, strict, as_markdown, input_file, passthrough = parse_args(argv)
+    measured = machine.describe(os.path.dirname(os.path.abspath(__file__)))
     if input_file:
         with open(input_file, encoding="utf-8") as f:
             report = json.load(f)
     else:
         report = run_benchmark(binary, passthrough)
     results = collect(report)
+    if as_markdown:
+        rows = list(targets(results))
+        print(markdown(results, rows, measured + f", load average {machine.load()} at the end"))
+        return 1 if strict and any(row[3] != "PASS" for row in rows) else 0
 
     print("Benchmark (CPU time)                 time        allocs/iter")
     for name in sorted(results):

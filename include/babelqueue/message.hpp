@@ -41,7 +41,7 @@ class Message {
   const Headers& headers_;
 };
 
-/// Runs effect unless the message is a replay (ADR-0027): for side effects
+/// Runs effect unless the message is a replay (the family's ADR-0027): for side effects
 /// that must not happen twice (charging a card, sending an e-mail) when an
 /// operator redrives a dead-letter queue with bypass.
 template <class F>

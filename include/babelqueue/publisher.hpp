@@ -110,7 +110,7 @@ class Publisher {
   Publisher(const Publisher&) = delete;
   Publisher& operator=(const Publisher&) = delete;
 
-  /// ---- synchronous: the receipt once the broker confirmed ----
+  // ---- synchronous: the receipt once the broker confirmed ----
 
   /// A new envelope for urn and data, sent to params.queue (else the default
   /// queue), meta.queue set to it.
@@ -145,7 +145,7 @@ class Publisher {
     return publish_batch(std::span<const Envelope>(envelopes), params);
   }
 
-  /// ---- asynchronous: the same publish on the Publisher's thread ----
+  // ---- asynchronous: the same publish on the Publisher's thread ----
 
   /// The envelope is made (and a bad URN or payload reported) before it
   /// returns; done is called once with the outcome.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Redrive (ADR-0026): move messages from a dead-letter queue back to where they
+// Redrive (the family's ADR-0026): move messages from a dead-letter queue back to where they
 // failed, after the cause was fixed.
 //
 // The dead-letter queue is drained first (every message held reserved), then
@@ -11,7 +11,7 @@
 // failed publish restores the message and every one not yet processed.
 //
 // With bypass, redriven messages carry the bq-replay-bypass header
-// (ADR-0027), so handlers can skip external side effects on the replay.
+// (the family's ADR-0027), so handlers can skip external side effects on the replay.
 #pragma once
 
 #include <babelqueue/envelope.hpp>

@@ -147,12 +147,24 @@ struct Capabilities {
   /// RedrivePolicy, Service Bus MaxDeliveryCount): with the SDK's
   /// dead-lettering off, poison is released to that policy, not dropped.
   bool broker_dead_letter_policy = false;
+  /// peek() shows waiting messages without taking them (a browse); false
+  /// where the broker can only show a message by delivering it.
+  bool peek = false;
 };
 
 /// A delivery that ack_batch() could not settle.
 struct AckFailure {
   std::size_t index;  ///< its position in the deliveries given to ack_batch()
   ErrorInfo error;    ///< Errc::not_found when it is no longer held (a stale delivery)
+};
+
+/// A message as peek() shows it: a copy, neither reserved nor settled.
+struct PeekedMessage {
+  std::string body;  ///< the envelope's bytes
+  Headers headers;   ///< its out-of-band headers
+  /// The broker's delivery count where it keeps one (as Delivery's); empty
+  /// otherwise.
+  std::optional<std::int64_t> native_attempts;
 };
 
 /// Counts a transport can report for a queue; -1 where it cannot tell.
@@ -227,6 +239,14 @@ class Transport {
 
   /// Counts for queue; Errc::unsupported where the broker cannot tell.
   virtual Result<QueueStats> stats(std::string_view queue);
+
+  /// Up to max (>= 1) of queue's ready messages, in the order receive() would
+  /// hand them out, without reserving, settling or counting a delivery of
+  /// any: after a peek the queue is as it was (Capabilities::peek). Delayed
+  /// and reserved messages are not shown. It does not wait: an empty vector
+  /// means none is ready now. Errc::unsupported, with the reason, where the
+  /// broker can only show a message by delivering it (the default).
+  virtual Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max);
 
   /// Stops background work and closes connections, waiting at most deadline
   /// for in-flight broker operations. Reserved, unsettled deliveries are left

@@ -113,6 +113,16 @@ struct Inbound {
   proton::receiver link;           // the container's thread only
 };
 
+// One browse(): a copy-mode receiver drained once.
+struct BrowseOp {
+  std::string address;
+  std::size_t max = 0;
+  std::vector<std::vector<char>> encoded;  // Impl::mutex_
+  std::optional<ErrorInfo> error;          // Impl::mutex_
+  bool done = false;                       // Impl::mutex_
+  proton::receiver link;                   // the container's thread only
+};
+
 class Client::Impl final : public proton::messaging_handler {
  public:
   explicit Impl(ConnectionOptions options)
@@ -222,6 +232,25 @@ class Client::Impl final : public proton::messaging_handler {
     return out;
   }
 
+  Result<std::vector<std::vector<char>>> browse(std::string_view address, std::size_t max,
+                                                std::chrono::milliseconds timeout) {
+    auto op = std::make_shared<BrowseOp>();
+    op->address = std::string(address);
+    op->max = max;
+    std::unique_lock lock(mutex_);
+    if (auto e = refuse_if_closed()) return unexpected(std::move(*e));
+    post_locked([this, op] { open_browser(op); });
+    cv_.wait_for(lock, timeout, [&] { return op->done || state_ == State::closed; });
+    if (!op->done) {
+      if (state_ != State::closed) post_locked([this, op] { end_browse(op, std::nullopt); });
+      return unexpected(
+          ErrorInfo{state_ == State::closed ? Errc::closed : Errc::timeout,
+                    "browsing '" + op->address + "' did not end within " + std::to_string(timeout.count()) + " ms"});
+    }
+    if (op->error) return unexpected(*op->error);
+    return std::move(op->encoded);
+  }
+
   Result<void> settle(std::uint64_t id, Outcome outcome) {
     std::lock_guard lock(mutex_);
     if (auto e = refuse_if_closed()) return unexpected(std::move(*e));
@@ -327,10 +356,44 @@ class Client::Impl final : public proton::messaging_handler {
   void on_sender_error(proton::sender& s) override { sender_failed(s, s.error()); }
   void on_sender_close(proton::sender& s) override { sender_failed(s, s.error()); }
 
-  void on_receiver_error(proton::receiver& r) override { receiver_failed(r, r.error()); }
-  void on_receiver_close(proton::receiver& r) override { receiver_failed(r, r.error()); }
+  void on_receiver_error(proton::receiver& r) override {
+    if (browser_failed(r)) return;
+    receiver_failed(r, r.error());
+  }
+  void on_receiver_close(proton::receiver& r) override {
+    if (browser_failed(r)) return;
+    receiver_failed(r, r.error());
+  }
+
+  // A browser's link is attached: ask for up to max messages, and for the
+  // broker to say when it has sent all it has (drain).
+  void on_receiver_open(proton::receiver& r) override {
+    auto it = browsers_.find(r);
+    if (it == browsers_.end()) return;
+    r.add_credit(static_cast<std::uint32_t>(std::min<std::size_t>(it->second->max, 1U << 20U)));
+    r.drain();
+  }
+
+  void on_receiver_drain_finish(proton::receiver& r) override {
+    auto it = browsers_.find(r);
+    if (it != browsers_.end()) end_browse(it->second, std::nullopt);
+  }
 
   void on_message(proton::delivery& d, proton::message& m) override {
+    if (auto browser = browsers_.find(d.receiver()); browser != browsers_.end()) {
+      const std::shared_ptr<BrowseOp> op = browser->second;
+      std::vector<char> encoded;
+      m.encode(encoded);
+      d.accept();  // a copy: settling it takes nothing from the queue
+      bool full = false;
+      {
+        std::lock_guard lock(mutex_);
+        op->encoded.push_back(std::move(encoded));
+        full = op->encoded.size() >= op->max;
+      }
+      if (full) end_browse(op, std::nullopt);
+      return;
+    }
     auto it = receivers_.find(d.receiver());
     if (it == receivers_.end()) {
       d.release();
@@ -524,6 +587,13 @@ class Client::Impl final : public proton::messaging_handler {
     }
     deliveries_.clear();
     receivers_.clear();
+    // Browses in progress end with the connection (mutex_ not held here).
+    const auto browsing = std::move(browsers_);
+    browsers_.clear();
+    for (const auto& [link, op] : browsing) {
+      op->link = proton::receiver();
+      end_browse(op, ErrorInfo{Errc::connection, "the connection dropped while browsing '" + op->address + "'"});
+    }
     for (auto& [address, state] : senders_) {
       // Not yet sent: kept for the next connection.
       state.link = proton::sender();
@@ -620,6 +690,55 @@ class Client::Impl final : public proton::messaging_handler {
     if (options_.receiver_settles_second) detail::request_receiver_settles_second(in->link);
     receivers_[in->link] = in;
     in->link.add_credit(options_.credit_window);
+  }
+
+  void open_browser(const std::shared_ptr<BrowseOp>& op) {
+    if (!connection_ || !connection_.active()) {
+      end_browse(op, ErrorInfo{Errc::connection,
+                               "no AMQP connection to " + endpoint() + " to browse '" + op->address + "' on"});
+      return;
+    }
+    proton::source_options source;
+    source.distribution_mode(proton::source::COPY);
+    if (!options_.terminus_capabilities.empty()) source.capabilities(symbols(options_.terminus_capabilities));
+    proton::receiver_options ro;
+    ro.source(source);
+    ro.credit_window(0);  // max credit once attached: see on_receiver_open()
+    ro.auto_accept(false);
+    try {
+      op->link = connection_.open_receiver(op->address, ro);
+    } catch (const std::exception& e) {
+      end_browse(op, ErrorInfo{Errc::connection, "could not browse '" + op->address + "': " + e.what()});
+      return;
+    }
+    browsers_[op->link] = op;
+  }
+
+  // Ends a browse (once): closes its link and wakes its caller.
+  void end_browse(const std::shared_ptr<BrowseOp>& op, std::optional<ErrorInfo> error) {
+    if (op->link) {
+      browsers_.erase(op->link);
+      if (op->link.active()) op->link.close();
+      op->link = proton::receiver();
+    }
+    std::lock_guard lock(mutex_);
+    if (op->done) return;
+    op->done = true;
+    if (error) op->error = std::move(error);
+    cv_.notify_all();
+  }
+
+  // A browser's link closed or failed before its drain finished: an error
+  // unless the broker merely closed it (then what came is all there is).
+  bool browser_failed(proton::receiver& r) {
+    auto it = browsers_.find(r);
+    if (it == browsers_.end()) return false;
+    const std::shared_ptr<BrowseOp> op = it->second;
+    const proton::error_condition condition = r.error();
+    end_browse(op, condition.empty() ? std::nullopt
+                                     : std::optional<ErrorInfo>(classify(
+                                           condition, "browsing '" + op->address + "' was refused by the broker")));
+    return true;
   }
 
   // Gives the broker credit for what receive() took out of the buffer.
@@ -825,6 +944,7 @@ class Client::Impl final : public proton::messaging_handler {
   std::map<std::string, SenderState> senders_;
   std::map<proton::sender, std::string> sender_address_;
   std::map<proton::receiver, std::shared_ptr<Inbound>> receivers_;
+  std::map<proton::receiver, std::shared_ptr<BrowseOp>> browsers_;
   std::unordered_map<std::uint64_t, proton::delivery> deliveries_;
 };
 
@@ -862,6 +982,11 @@ Result<void> Client::send(std::string_view address, std::vector<proton::message>
 Result<std::vector<Incoming>> Client::receive(std::string_view address, std::size_t max,
                                               std::chrono::milliseconds wait) {
   return impl_->receive(address, max, wait);
+}
+
+Result<std::vector<std::vector<char>>> Client::browse(std::string_view address, std::size_t max,
+                                                      std::chrono::milliseconds timeout) {
+  return impl_->browse(address, max, timeout);
 }
 
 Result<void> Client::settle(std::uint64_t id, Outcome outcome) { return impl_->settle(id, std::move(outcome)); }

@@ -18,6 +18,7 @@
 //   - receive(): one receiver link per address, opened on first use, with a
 //     credit window the client tops up as receive() takes messages out of
 //     its buffer, so the buffer never holds more than the window.
+//   - browse(): a copy-mode receiver link per call, drained once, closed.
 //   - settle(): each message received is held in a delivery table under an
 //     id until it is settled, from any thread. An id that is unknown —
 //     settled already, or its connection dropped (the broker redelivers it)
@@ -78,6 +79,14 @@ class Client {
 
   // Up to max messages of address, waiting up to wait for the first.
   Result<std::vector<Incoming>> receive(std::string_view address, std::size_t max, std::chrono::milliseconds wait);
+
+  // Up to max messages of address as they wait there, without taking any:
+  // a receiver link of its own whose source has distribution-mode "copy" (a
+  // browser), given max credit and drained, so the broker sends what it has
+  // and says when it has no more; closed afterwards. The copies are
+  // settled (accepted), which in copy mode removes nothing. At most timeout.
+  Result<std::vector<std::vector<char>>> browse(std::string_view address, std::size_t max,
+                                                std::chrono::milliseconds timeout);
 
   // Settles a held message with outcome. Returns once the disposition is
   // queued for the wire (rcv-settle-mode first: the broker does not answer).

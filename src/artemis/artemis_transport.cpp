@@ -113,6 +113,7 @@ Capabilities Transport::capabilities() const {
   caps.ordering_key = true;               // AMQP group-id: Artemis message groups
   caps.deduplication = true;              // _AMQ_DUPL_ID, Artemis's duplicate detection
   caps.broker_dead_letter_policy = true;  // its dead-letter address after max-delivery-attempts
+  caps.peek = true;                       // a copy-mode link: a queue browser
   return caps;
 }
 
@@ -196,6 +197,25 @@ Result<void> Transport::release(const Delivery& delivery, std::chrono::milliseco
                                                "); the message was released without its delay");
   }
   return state_->client->settle(delivery.token.id, amqp10::Outcome::accepted());
+}
+
+Result<std::vector<PeekedMessage>> Transport::peek(std::string_view queue, std::size_t max) {
+  if (auto ok = check_queue(queue); !ok) return unexpected(ok.error());
+  if (max == 0) return unexpected(Errc::invalid_argument, "artemis: peek of 0 messages");
+  // A browser: Artemis answers a copy-mode link with a queue browser.
+  auto copies = state_->client->browse(queue, max, state_->options.publish_timeout);
+  if (!copies)
+    return unexpected(copies.error().code(),
+                      "artemis: peek at '" + std::string(queue) + "': " + copies.error().message());
+  std::vector<PeekedMessage> out;
+  out.reserve(copies->size());
+  proton::message message;
+  for (const std::vector<char>& encoded : *copies) {
+    message.decode(encoded);
+    Delivery shown = to_delivery(queue, 0, message);
+    out.push_back(PeekedMessage{std::move(shown.body), std::move(shown.headers), shown.native_attempts});
+  }
+  return out;
 }
 
 void Transport::close(std::chrono::milliseconds deadline) {

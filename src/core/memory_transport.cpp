@@ -157,6 +157,7 @@ Capabilities memory::Transport::capabilities() const {
   // Every queue is one first-in-first-out line, so order per key holds
   // trivially; the key is kept and read back for the runtime's republishes.
   caps.ordering_key = true;
+  caps.peek = true;
   return caps;
 }
 
@@ -280,6 +281,24 @@ Result<QueueStats> memory::Transport::stats(std::string_view queue) {
   stats.reserved = static_cast<std::int64_t>(source->reserved.size());
   stats.delayed = static_cast<std::int64_t>(source->delayed.size());
   return stats;
+}
+
+Result<std::vector<PeekedMessage>> memory::Transport::peek(std::string_view queue, std::size_t max) {
+  if (auto valid = check_queue_name(queue); !valid) return unexpected(valid.error());
+  if (max == 0) return unexpected(Errc::invalid_argument, "peek needs max >= 1");
+  if (closed_) return closed_error();
+  const std::lock_guard lock(broker_->mutex);
+  std::vector<PeekedMessage> shown;
+  MemoryQueue* source = broker_->find_queue(queue);
+  if (source == nullptr) return shown;
+  memory::Broker::promote_due(*source, Clock::now());
+  const std::size_t count = std::min(max, source->ready.size());
+  shown.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const StoredMessage& message = source->ready[i];
+    shown.push_back(PeekedMessage{message.body, message.headers, message.deliveries});
+  }
+  return shown;
 }
 
 void memory::Transport::close(std::chrono::milliseconds /*deadline*/) {

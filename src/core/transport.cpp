@@ -51,4 +51,9 @@ Result<QueueStats> Transport::stats(std::string_view queue) {
                     "this transport cannot count the messages of queue '" + std::string(queue) + "'");
 }
 
+Result<std::vector<PeekedMessage>> Transport::peek(std::string_view queue, std::size_t /*max*/) {
+  return unexpected(Errc::unsupported, "this transport cannot show the messages of queue '" + std::string(queue) +
+                                           "' without taking them");
+}
+
 }  // namespace babelqueue

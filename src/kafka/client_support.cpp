@@ -68,19 +68,64 @@ Result<void> apply_properties(RdKafka::Conf& conf, const std::map<std::string, s
 }
 
 void LogEvents::event_cb(RdKafka::Event& event) {
-  if (!sink_) return;
   switch (event.type()) {
     case RdKafka::Event::EVENT_LOG:
-      sink_(level_of(event.severity()), "kafka " + event.fac() + ": " + event.str());
+      emit(level_of(event.severity()), "kafka " + event.fac() + ": " + event.str());
       break;
-    case RdKafka::Event::EVENT_ERROR:
+    case RdKafka::Event::EVENT_ERROR: {
       // Client errors (all brokers down, authentication) are retried by
       // librdkafka itself; fatal ones also fail the next call.
-      sink_(event.fatal() ? LogLevel::error : LogLevel::warning,
-            "kafka: " + RdKafka::err2str(event.err()) + ": " + event.str());
+      {
+        const std::lock_guard lock(mutex_);
+        if (event.err() == RdKafka::ERR__ALL_BROKERS_DOWN) all_down_ = true;
+        if (event.err() != RdKafka::ERR__ALL_BROKERS_DOWN) last_error_ = event.str();
+      }
+      emit(event.fatal() ? LogLevel::error : LogLevel::warning,
+           "kafka: " + RdKafka::err2str(event.err()) + ": " + event.str());
       break;
+    }
     default: break;
   }
+}
+
+void LogEvents::emit(LogLevel level, std::string line) {
+  {
+    const std::lock_guard lock(mutex_);
+    if (holding_) {
+      if (held_.size() < 100) held_.emplace_back(level, std::move(line));
+      return;
+    }
+  }
+  if (sink_) sink_(level, line);
+}
+
+void LogEvents::hold() {
+  const std::lock_guard lock(mutex_);
+  holding_ = true;
+  all_down_ = false;
+  last_error_.clear();
+  held_.clear();
+}
+
+void LogEvents::release(bool forward) {
+  std::vector<std::pair<LogLevel, std::string>> held;
+  {
+    const std::lock_guard lock(mutex_);
+    holding_ = false;
+    held.swap(held_);
+  }
+  if (!forward || !sink_) return;
+  for (const auto& [level, line] : held) sink_(level, line);
+}
+
+bool LogEvents::all_brokers_down() const {
+  const std::lock_guard lock(mutex_);
+  return all_down_;
+}
+
+std::string LogEvents::last_error() const {
+  const std::lock_guard lock(mutex_);
+  return last_error_;
 }
 
 }  // namespace babelqueue::kafka::detail

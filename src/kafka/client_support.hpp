@@ -15,8 +15,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace babelqueue::kafka::detail {
 
@@ -58,8 +61,25 @@ class LogEvents final : public RdKafka::EventCb {
 
   void event_cb(RdKafka::Event& event) override;
 
+  // From now until release(), lines are kept instead of passed on, and the
+  // client errors are remembered (while open() waits for a broker).
+  void hold();
+  // Ends hold(): the kept lines are passed on when forward, else dropped.
+  void release(bool forward);
+  // Since hold(): whether librdkafka found every broker down, and the text
+  // of the last broker transport error (empty: none).
+  bool all_brokers_down() const;
+  std::string last_error() const;
+
  private:
+  void emit(LogLevel level, std::string line);
+
   const LogSink& sink_;
+  mutable std::mutex mutex_;
+  bool holding_ = false;
+  bool all_down_ = false;
+  std::string last_error_;
+  std::vector<std::pair<LogLevel, std::string>> held_;
 };
 
 }  // namespace babelqueue::kafka::detail

@@ -70,6 +70,7 @@ Result<kafka::Transport::Options> kafka::Transport::options_from_url(const Url& 
   read.duration("commit_interval", options.commit_interval, {.min = kMin, .max = std::chrono::hours(1)});
   // librdkafka's message.timeout.ms is a 32-bit number of milliseconds.
   read.duration("publish_timeout", options.publish_timeout, {.min = kMin, .max = std::chrono::hours(24)});
+  read.duration("connect_timeout", options.connect_timeout, {.max = std::chrono::hours(1)});
   read.prefixed("rdkafka.", options.client_properties);
   read.prefixed("producer.", options.producer_properties);
   read.prefixed("consumer.", options.consumer_properties);

@@ -6,6 +6,7 @@
 #include "client_support.hpp"
 #include "consumer.hpp"
 #include "group_lag.hpp"
+#include "group_peek.hpp"
 #include "kafka_record.hpp"
 #include "producer.hpp"
 #include "publisher.hpp"
@@ -110,6 +111,15 @@ class kafka::Transport::State {
     return stats;
   }
 
+  Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) {
+    if (queue.empty()) return unexpected(Errc::invalid_argument, "peek needs a topic name");
+    if (max == 0) return unexpected(Errc::invalid_argument, "peek needs max >= 1");
+    if (closed_.load()) return unexpected(Errc::closed, "the Kafka transport is closed");
+    kafka_detail::Producer::Lease lease(producer_);
+    return kafka_detail::group_peek(lease.client(), admin_, options_, log_events_, kafka_detail::topic_for_queue(queue),
+                                    max);
+  }
+
   // Commits what is done and leaves the group, then lets the producer
   // deliver what it holds until the deadline.
   void close(milliseconds deadline) {
@@ -170,12 +180,21 @@ Result<std::unique_ptr<kafka::Transport>> kafka::Transport::open(Options options
       options.retry_topic_pattern.find("{delay_ms}") == std::string::npos) {
     return unexpected(Errc::invalid_argument, "retry_topic must contain {n} or {delay_ms} to tell the tiers apart");
   }
+  if (options.connect_timeout.count() < 0) return unexpected(Errc::invalid_argument, "connect_timeout is negative");
   if (options.session_timeout.count() <= 0 || options.commit_interval.count() <= 0 ||
       options.publish_timeout.count() <= 0) {
     return unexpected(Errc::invalid_argument, "session_timeout, commit_interval and publish_timeout must be positive");
   }
   auto state = std::make_unique<State>(std::move(options));
+  const bool reach = state->options_.connect_timeout.count() > 0;
+  // From the client's first connection attempt, which start() begins.
+  if (reach) state->log_events_.hold();
   if (auto started = state->producer_.start(); !started) return unexpected(started.error());
+  if (reach) {
+    if (auto reached = state->producer_.reach(state->options_.connect_timeout); !reached) {
+      return unexpected(reached.error());
+    }
+  }
   return std::unique_ptr<kafka::Transport>(new kafka::Transport(std::move(state)));
 }
 
@@ -192,6 +211,7 @@ Capabilities kafka::Transport::capabilities() const {
   caps.ordered = true;       // per partition
   caps.ordering_key = true;  // the record key, read back as Delivery::ordering_key
   caps.max_delay = state_->tiers_.longest();
+  caps.peek = true;  // a reader assigned the group's offsets, which never commits
   return caps;
 }
 
@@ -217,6 +237,10 @@ Result<void> kafka::Transport::release(const Delivery& delivery, std::chrono::mi
 void kafka::Transport::close(std::chrono::milliseconds deadline) { state_->close(deadline); }
 
 Result<QueueStats> kafka::Transport::stats(std::string_view queue) { return state_->stats(queue); }
+
+Result<std::vector<PeekedMessage>> kafka::Transport::peek(std::string_view queue, std::size_t max) {
+  return state_->peek(queue, max);
+}
 
 std::string kafka::detail::TransportAccess::retry_topic(const Transport& transport, std::string_view topic,
                                                         std::size_t tier) {

@@ -6,6 +6,13 @@
 #include <string>
 
 namespace babelqueue::kafka::detail {
+namespace {
+
+// How long one metadata request of reach() may wait: the check for "every
+// broker is down" runs between them.
+constexpr int kReachSliceMs = 200;
+
+}  // namespace
 
 void add_header(rd_kafka_headers_t* headers, std::string_view name, std::string_view value) {
   rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()), value.data(),
@@ -78,6 +85,32 @@ Result<void> Producer::start() {
   // No polling thread: every Publication waits for its delivery reports and
   // serves them itself (DeliveryGroup::wait).
   return {};
+}
+
+Result<void> Producer::reach(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    RdKafka::Metadata* raw = nullptr;
+    // Short slices, so a broker found down ends the wait at once.
+    const RdKafka::ErrorCode code =
+        client_->metadata(false, nullptr, &raw, std::clamp(to_int_ms(left), 1, kReachSliceMs));
+    if (code == RdKafka::ERR_NO_ERROR) {
+      delete raw;  // NOLINT(cppcoreguidelines-owning-memory): librdkafka hands it over
+      log_.release(true);
+      return {};
+    }
+    client_->poll(0);  // serves the error events that say every broker is down
+    if (log_.all_brokers_down() || Clock::now() >= deadline) break;
+  }
+  // Still held: the lines librdkafka logs until the client is destroyed
+  // (the transport was not opened) say nothing the error does not.
+  const bool down = log_.all_brokers_down();
+  std::string why = log_.last_error();
+  if (why.empty()) why = down ? "every broker is down" : "no answer";
+  return unexpected(Errc::connection,
+                    "cannot reach Kafka at " + options_.bootstrap_servers +
+                        (down ? std::string() : " within " + std::to_string(timeout.count()) + " ms") + ": " + why);
 }
 
 Result<void> Producer::Publication::add(OutgoingRecord& out) {

@@ -73,6 +73,13 @@ class Producer {
   // Creates the client. Errc::invalid_argument for a property librdkafka refuses.
   Result<void> start();
 
+  // Waits up to timeout for a bootstrap server to answer a metadata request.
+  // The caller holds back librdkafka's log lines from before start()
+  // (LogEvents::hold): they are passed on once a broker answered, dropped if
+  // none did. Fails early, Errc::connection, once librdkafka finds every
+  // broker down.
+  Result<void> reach(std::chrono::milliseconds timeout);
+
   // The client, kept alive while the lease is held (close() waits for every
   // lease before it destroys the client). Threads: the thread that took it.
   class Lease {

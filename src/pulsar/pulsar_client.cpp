@@ -196,6 +196,21 @@ struct Consumer {
   Clock::time_point next_attempt{};
 };
 
+// One browse(): a reader of the topic from the subscription's mark-delete
+// position up to the topic's last message when it looked.
+struct BrowseOp {
+  std::string topic;
+  std::string subscription;
+  std::size_t max = 0;
+  std::vector<InMessage> messages;  // under Impl::mutex_
+  std::optional<ErrorInfo> error;
+  bool done = false;
+  MessageId start;              // the subscription's mark-delete position
+  MessageId last;               // the topic's last message when the browse began
+  std::uint64_t reader_id = 0;  // 0: no reader open
+  std::shared_ptr<Conn> conn;
+};
+
 struct Held {
   std::shared_ptr<Consumer> consumer;
   std::uint64_t generation = 0;
@@ -336,6 +351,32 @@ class Client::Impl {
       }
     }
     return out;
+  }
+
+  Result<std::vector<InMessage>> browse(const std::string& topic, const std::string& subscription, std::size_t max,
+                                        std::chrono::milliseconds timeout) {
+    auto op = std::make_shared<BrowseOp>();
+    op->topic = topic;
+    op->subscription = subscription;
+    op->max = max;
+    std::unique_lock lock(mutex_);
+    if (closed_) return closed_error();
+    asio::post(io_, [this, op] {
+      std::lock_guard inner(mutex_);
+      start_browse_locked(op);
+    });
+    cv_.wait_for(lock, timeout, [&] { return op->done || closed_; });
+    if (!op->done) {
+      const ErrorInfo error{closed_ ? Errc::closed : Errc::timeout,
+                            "browsing " + topic + " did not end within " + ms_text(timeout)};
+      asio::post(io_, [this, op, error] {
+        std::lock_guard inner(mutex_);
+        end_browse_locked(op, error);
+      });
+      return unexpected(error);
+    }
+    if (op->error) return unexpected(*op->error);
+    return std::move(op->messages);
   }
 
   Result<void> settle(std::uint64_t handle, bool ok, std::chrono::milliseconds delay) {
@@ -748,6 +789,11 @@ class Client::Impl {
     for (auto& [key, consumer] : consumers_) {
       if (consumer->conn == c) consumer_lost_locked(consumer, error);
     }
+    std::vector<std::shared_ptr<BrowseOp>> browsing;
+    for (auto& [id, op] : browsers_by_id_) {
+      if (op->conn == c) browsing.push_back(op);
+    }
+    for (auto& op : browsing) end_browse_locked(op, error);
     cv_.notify_all();
   }
 
@@ -815,6 +861,7 @@ class Client::Impl {
       case CommandType::producer_success:
       case CommandType::lookup_response:
       case CommandType::partitioned_metadata_response:
+      case CommandType::get_last_message_id_response:
       case CommandType::ack_response: {
         if (!cmd.request_id) return;
         auto it = c->requests.find(*cmd.request_id);
@@ -1081,6 +1128,11 @@ class Client::Impl {
   }
 
   void on_message_locked(Frame f) {
+    if (auto browser = browsers_by_id_.find(f.command.consumer_id); browser != browsers_by_id_.end()) {
+      auto op = browser->second;
+      browse_entry_locked(op, std::move(f));
+      return;
+    }
     auto it = consumers_by_id_.find(f.command.consumer_id);
     if (it == consumers_by_id_.end() || !f.metadata) return;
     auto consumer = it->second;
@@ -1155,6 +1207,141 @@ class Client::Impl {
     cv_.notify_all();
   }
 
+  // ---- browsing ----
+
+  // Whether a comes after b in the topic (ledger, then entry). -1 is read
+  // as such: the last message of an empty topic is -1:-1, and a
+  // subscription at a ledger's start has entry -1.
+  static bool after(const MessageId& a, const MessageId& b) {
+    const auto signed_value = [](std::uint64_t value) { return static_cast<std::int64_t>(value); };
+    if (a.ledger != b.ledger) return signed_value(a.ledger) > signed_value(b.ledger);
+    return signed_value(a.entry) > signed_value(b.entry);
+  }
+
+  // A consumer of the subscription that is given no permits (so the broker
+  // sends it nothing) asks for the topic's last message and the
+  // subscription's mark-delete position, and closes; a non-durable reader
+  // then reads from that position to that last message.
+  void start_browse_locked(const std::shared_ptr<BrowseOp>& op) {
+    if (closed_) return end_browse_locked(op, ErrorInfo{Errc::closed, "the Pulsar client is closed"});
+    lookup_locked(op->topic, [this, op](Result<std::shared_ptr<Conn>> found) {
+      if (!found) return end_browse_locked(op, found.error());
+      auto conn = *found;
+      op->conn = conn;
+      const std::uint64_t probe = next_id();
+      request_locked(
+          conn,
+          [&](std::uint64_t id) {
+            return encode_subscribe(op->topic, op->subscription, SubscriptionType::shared, probe, id, "",
+                                    InitialPosition::earliest);
+          },
+          [this, op, conn, probe](Result<Command> subscribed) {
+            if (!subscribed || subscribed->type != CommandType::success) {
+              return end_browse_locked(
+                  op, subscribed ? server_error(*subscribed, "browsing " + op->topic) : subscribed.error());
+            }
+            request_locked(
+                conn, [&](std::uint64_t id) { return encode_get_last_message_id(probe, id); },
+                [this, op, conn, probe](Result<Command> last) {
+                  request_locked(
+                      conn, [&](std::uint64_t id) { return encode_close_consumer(probe, id); }, [](Result<Command>) {});
+                  if (!last || last->type != CommandType::get_last_message_id_response) {
+                    return end_browse_locked(op, last ? server_error(*last, "browsing " + op->topic) : last.error());
+                  }
+                  if (!last->mark_delete_position) {
+                    return end_browse_locked(op, ErrorInfo{Errc::unsupported,
+                                                           "the Pulsar broker does not tell a subscription's "
+                                                           "position (brokers from 2.8 on do)"});
+                  }
+                  op->last = last->message_id;
+                  if (!after(op->last, *last->mark_delete_position)) return end_browse_locked(op, std::nullopt);
+                  open_reader_locked(op, conn, *last->mark_delete_position);
+                });
+          });
+    });
+  }
+
+  void open_reader_locked(const std::shared_ptr<BrowseOp>& op, const std::shared_ptr<Conn>& conn,
+                          const MessageId& start) {
+    op->start = start;
+    op->reader_id = next_id();
+    browsers_by_id_[op->reader_id] = op;
+    const std::string name = "babelqueue-peek-" + std::to_string(op->reader_id);
+    request_locked(
+        conn,
+        [&](std::uint64_t id) {
+          return encode_subscribe(op->topic, name, SubscriptionType::exclusive, op->reader_id, id, "",
+                                  InitialPosition::earliest, false, &start);
+        },
+        [this, op, conn](Result<Command> r) {
+          if (!r || r->type != CommandType::success) {
+            return end_browse_locked(op, r ? server_error(*r, "reading " + op->topic) : r.error());
+          }
+          write_locked(conn, frame(encode_flow(op->reader_id, options_.receiver_queue)));
+        });
+  }
+
+  // An entry for a reader: its messages are shown, unless still delayed
+  // (deliver_at_time: a consumer would not get them yet).
+  void browse_entry_locked(const std::shared_ptr<BrowseOp>& op, Frame f) {
+    if (op->done || !f.metadata) return;
+    const MessageMetadata& metadata = *f.metadata;
+    MessageId entry_id = f.command.message_id;
+    entry_id.batch_index = -1;
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    if (after(entry_id, op->last)) return end_browse_locked(op, std::nullopt);  // published since we looked
+    // The broker starts a reader at its start position itself, which is
+    // acknowledged already: skipped, as libpulsar's readers skip it.
+    const bool acknowledged = !after(entry_id, op->start);
+    if (!acknowledged && (!metadata.deliver_at_time || *metadata.deliver_at_time <= now)) {
+      auto split = split_entry(metadata, f.payload, options_.max_message_size);
+      std::vector<EntryMessage> messages;
+      if (split) {
+        messages = std::move(*split);
+      } else {
+        EntryMessage raw;  // shown as its raw bytes, as receive() hands it over
+        raw.properties = metadata.properties;
+        raw.partition_key = metadata.partition_key;
+        raw.payload = std::move(f.payload);
+        messages.push_back(std::move(raw));
+      }
+      for (auto& m : messages) {
+        if (op->messages.size() >= op->max) break;
+        InMessage in;
+        in.payload = std::move(m.payload);
+        in.properties = std::move(m.properties);
+        in.key = std::move(m.partition_key);
+        in.id = entry_id;
+        in.id.batch_index = m.batch_index;
+        in.publish_time = metadata.publish_time;
+        op->messages.push_back(std::move(in));
+      }
+    }
+    if (op->messages.size() >= op->max || !after(op->last, entry_id)) return end_browse_locked(op, std::nullopt);
+    // Keep the window open: a permit back for each message of the entry.
+    write_locked(op->conn, frame(encode_flow(op->reader_id, static_cast<std::uint32_t>(std::max<std::int32_t>(
+                                                                1, metadata.num_messages_in_batch.value_or(1))))));
+  }
+
+  // Ends a browse once: closes its reader (the non-durable subscription goes
+  // with it) and wakes the caller.
+  void end_browse_locked(const std::shared_ptr<BrowseOp>& op, std::optional<ErrorInfo> error) {
+    if (op->done) return;
+    op->done = true;
+    op->error = std::move(error);
+    if (op->reader_id != 0) {
+      browsers_by_id_.erase(op->reader_id);
+      if (op->conn && op->conn->state == Conn::State::ready) {
+        const std::uint64_t reader = op->reader_id;
+        request_locked(
+            op->conn, [&](std::uint64_t id) { return encode_close_consumer(reader, id); }, [](Result<Command>) {});
+      }
+    }
+    cv_.notify_all();
+  }
+
   void settle_entry_locked(const std::shared_ptr<Consumer>& consumer, std::uint64_t generation, const Entry& entry) {
     if (consumer->generation != generation || consumer->state != Consumer::State::ready) return;
     if (!entry.released) {
@@ -1188,6 +1375,7 @@ class Client::Impl {
   std::unordered_map<std::uint64_t, std::shared_ptr<Producer>> producers_by_id_;
   std::map<std::string, std::shared_ptr<Consumer>> consumers_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Consumer>> consumers_by_id_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<BrowseOp>> browsers_by_id_;
   std::unordered_map<std::uint64_t, Held> held_;
   std::vector<DueRedelivery> redeliveries_;
 };
@@ -1213,6 +1401,11 @@ Result<void> Client::send(const std::string& topic, std::vector<OutMessage> mess
 Result<std::vector<InMessage>> Client::receive(const std::string& topic, const std::string& subscription,
                                                std::size_t max, std::chrono::milliseconds wait) {
   return impl_->receive(topic, subscription, max, wait);
+}
+
+Result<std::vector<InMessage>> Client::browse(const std::string& topic, const std::string& subscription,
+                                              std::size_t max, std::chrono::milliseconds timeout) {
+  return impl_->browse(topic, subscription, max, timeout);
 }
 
 Result<void> Client::ack(std::uint64_t handle) { return impl_->settle(handle, true, {}); }

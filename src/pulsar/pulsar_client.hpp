@@ -17,6 +17,8 @@
 //     messages up to the permits given; receive() takes them from the buffer
 //     and gives the permits back in FLOW commands. A batched entry becomes
 //     one message per entry of the batch.
+//   - browse(): a reader from the subscription's mark-delete position to
+//     the topic's last message, closed afterwards.
 //   - ack() / negative_ack(): each received message is held under a handle
 //     until settled. An entry is acknowledged (ACK) once every message of
 //     its batch is acknowledged; when one of them was negatively
@@ -110,6 +112,16 @@ class Client {
   // Up to max messages of topic's subscription, waiting up to wait for the first.
   Result<std::vector<InMessage>> receive(const std::string& topic, const std::string& subscription, std::size_t max,
                                          std::chrono::milliseconds wait);
+
+  // Up to max messages of topic waiting for subscription, without taking
+  // any: a consumer of the subscription given no permits asks for the
+  // topic's last message and the subscription's mark-delete position; a
+  // non-durable reader then reads the messages between the two (and the
+  // subscription and the reader end with it). Messages acknowledged out of
+  // order beyond the mark-delete position, and those other consumers hold,
+  // are among them; delayed ones are not. At most timeout.
+  Result<std::vector<InMessage>> browse(const std::string& topic, const std::string& subscription, std::size_t max,
+                                        std::chrono::milliseconds timeout);
 
   // Errc::not_found when the handle is not held (settled already, or its
   // connection dropped and the broker redelivers the message).

@@ -155,6 +155,15 @@ bool decode_body(CommandType type, std::string_view bytes, Command& c) {
         if (f == 1) c.consumer_id = r.varint();
         if (f == 2) c.request_id = r.varint();
         break;
+      case CommandType::get_last_message_id_response:
+        if (f == 1 && !decode_message_id(r.bytes(), c.message_id)) return false;
+        if (f == 2) c.request_id = r.varint();
+        if (f == 3) {
+          MessageId position;
+          if (!decode_message_id(r.bytes(), position)) return false;
+          c.mark_delete_position = position;
+        }
+        break;
       case CommandType::reached_end_of_topic:
       case CommandType::active_consumer_change:
         if (f == 1) c.consumer_id = r.varint();
@@ -210,6 +219,8 @@ std::string_view to_string(CommandType type) noexcept {
     case CommandType::lookup: return "LOOKUP";
     case CommandType::lookup_response: return "LOOKUP_RESPONSE";
     case CommandType::reached_end_of_topic: return "REACHED_END_OF_TOPIC";
+    case CommandType::get_last_message_id: return "GET_LAST_MESSAGE_ID";
+    case CommandType::get_last_message_id_response: return "GET_LAST_MESSAGE_ID_RESPONSE";
     case CommandType::active_consumer_change: return "ACTIVE_CONSUMER_CHANGE";
     case CommandType::auth_challenge: return "AUTH_CHALLENGE";
     case CommandType::auth_response: return "AUTH_RESPONSE";
@@ -324,7 +335,7 @@ std::string encode_send(std::uint64_t producer_id, std::uint64_t sequence_id, st
 
 std::string encode_subscribe(std::string_view topic, std::string_view subscription, SubscriptionType type,
                              std::uint64_t consumer_id, std::uint64_t request_id, std::string_view consumer_name,
-                             InitialPosition position) {
+                             InitialPosition position, bool durable, const MessageId* start) {
   ProtoWriter w;
   w.bytes(1, topic);
   w.bytes(2, subscription);
@@ -332,9 +343,17 @@ std::string encode_subscribe(std::string_view topic, std::string_view subscripti
   w.varint(4, consumer_id);
   w.varint(5, request_id);
   if (!consumer_name.empty()) w.bytes(6, consumer_name);
-  w.boolean(8, true);  // durable: the subscription outlives the consumer
+  w.boolean(8, durable);  // durable: the subscription outlives the consumer
+  if (start != nullptr) w.message(9, message_id(*start));
   w.varint(13, static_cast<std::uint32_t>(position));
   return base(CommandType::subscribe, w);
+}
+
+std::string encode_get_last_message_id(std::uint64_t consumer_id, std::uint64_t request_id) {
+  ProtoWriter w;
+  w.varint(1, consumer_id);
+  w.varint(2, request_id);
+  return base(CommandType::get_last_message_id, w);
 }
 
 std::string encode_flow(std::uint64_t consumer_id, std::uint32_t permits) {

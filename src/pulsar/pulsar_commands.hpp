@@ -44,6 +44,8 @@ enum class CommandType : std::uint32_t {
   lookup = 23,
   lookup_response = 24,
   reached_end_of_topic = 27,
+  get_last_message_id = 29,
+  get_last_message_id_response = 30,
   active_consumer_change = 31,
   auth_challenge = 36,
   auth_response = 37,
@@ -127,6 +129,10 @@ struct Command {
   std::string message;
   // AUTH_CHALLENGE
   std::string auth_method_name;
+  // GET_LAST_MESSAGE_ID_RESPONSE: the topic's last message is message_id;
+  // this, where the broker tells it, the asking consumer's subscription's
+  // mark-delete position (everything up to it is acknowledged).
+  std::optional<MessageId> mark_delete_position;
 };
 
 // Decodes a BaseCommand. Nothing when the bytes are not a well-formed
@@ -145,9 +151,12 @@ std::string encode_lookup(std::string_view topic, std::uint64_t request_id, bool
 std::string encode_partitioned_metadata(std::string_view topic, std::uint64_t request_id);
 std::string encode_producer(std::string_view topic, std::uint64_t producer_id, std::uint64_t request_id);
 std::string encode_send(std::uint64_t producer_id, std::uint64_t sequence_id, std::int32_t num_messages);
+// durable false: a subscription that ends with its consumer (a reader),
+// positioned after start when given.
 std::string encode_subscribe(std::string_view topic, std::string_view subscription, SubscriptionType type,
                              std::uint64_t consumer_id, std::uint64_t request_id, std::string_view consumer_name,
-                             InitialPosition position);
+                             InitialPosition position, bool durable = true, const MessageId* start = nullptr);
+std::string encode_get_last_message_id(std::uint64_t consumer_id, std::uint64_t request_id);
 std::string encode_flow(std::uint64_t consumer_id, std::uint32_t permits);
 std::string encode_ack(std::uint64_t consumer_id, const std::vector<MessageId>& ids);
 std::string encode_redeliver(std::uint64_t consumer_id, const std::vector<MessageId>& ids);

@@ -173,6 +173,7 @@ Capabilities Transport::capabilities() const {
   Capabilities caps;
   caps.headers = true;
   caps.native_delay = true;  // deliver_at_time (Shared subscriptions)
+  caps.peek = true;          // a reader from the subscription's mark-delete position
   caps.native_release = true;
   caps.delivery_count = true;        // redeliveryCount
   caps.redelivers_unsettled = true;  // when the consumer's connection drops
@@ -239,6 +240,24 @@ Result<void> Transport::ack(const Delivery& delivery) { return state_->client->a
 
 Result<void> Transport::release(const Delivery& delivery, std::chrono::milliseconds delay) {
   return state_->client->negative_ack(delivery.token.id, std::max(delay, std::chrono::milliseconds(0)));
+}
+
+Result<std::vector<PeekedMessage>> Transport::peek(std::string_view queue, std::size_t max) {
+  if (auto ok = check_queue(queue); !ok) return unexpected(ok.error());
+  if (max == 0) return unexpected(Errc::invalid_argument, "pulsar: peek of 0 messages");
+  const std::string t = topic(queue);
+  if (auto ok = state_->check_topic(t); !ok) return unexpected(ok.error());
+  auto shown =
+      state_->client->browse(t, state_->options.subscription, max, state_->client->options().operation_timeout);
+  if (!shown) return unexpected(shown.error().code(), "pulsar: peek at " + t + ": " + shown.error().message());
+  std::vector<PeekedMessage> out;
+  out.reserve(shown->size());
+  for (auto& in : *shown) {
+    Delivery d = to_delivery(queue, std::move(in));
+    // A reader is told no redelivery count: the subscription keeps it.
+    out.push_back(PeekedMessage{std::move(d.body), std::move(d.headers), std::nullopt});
+  }
+  return out;
 }
 
 void Transport::close(std::chrono::milliseconds deadline) {

@@ -3,6 +3,8 @@
 
 #include "amqp_projection.hpp"
 
+#include <babelqueue/detail/plain_port_probe.hpp>
+
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
 #include <openssl/ssl.h>
@@ -10,10 +12,17 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+#include <string_view>
+
 namespace babelqueue::rabbitmq::detail {
 namespace {
 
 using std::chrono::milliseconds;
+
+// What an AMQP 0-9-1 client sends first; a plain broker answers with its
+// connection.start frame (or its own header).
+constexpr std::string_view kAmqpProtocolHeader{"AMQP\x00\x00\x09\x01", 8};
 
 bool is_ip_literal(const std::string& host) {
   in6_addr address{};
@@ -154,6 +163,15 @@ Result<void> Connection::open() {
                                         "' among its DNS names");
     }
     if (status <= AMQP_STATUS_SSL_ERROR && status > _AMQP_STATUS_SSL_NEXT_VALUE) {
+      // A plain AMQP port answers the ClientHello with its protocol header,
+      // which OpenSSL reports like a refused certificate: ask the port, in
+      // plain AMQP, before blaming the CA.
+      const auto probe_timeout = std::clamp(options_.connect_timeout, milliseconds(1), milliseconds(1000));
+      if (babelqueue::detail::answers_in_plain_text(options_.host, options_.port, kAmqpProtocolHeader, probe_timeout)) {
+        return unexpected(Errc::connection, std::string(babelqueue::detail::kNotATlsPort) + " (" + endpoint +
+                                                " answers plain amqp://; amqps:// needs the broker's TLS port, "
+                                                "5671 by default)");
+      }
       return unexpected(
           Errc::auth,
           "TLS handshake with " + endpoint + " failed: " + status_text(status) +

@@ -337,6 +337,15 @@ Result<void> rabbitmq::Transport::release(const Delivery& delivery, std::chrono:
   return state_->settle(delivery, true);
 }
 
+Result<std::vector<PeekedMessage>> rabbitmq::Transport::peek(std::string_view queue, std::size_t /*max*/) {
+  // basic.get followed by a requeue is not a look: the message comes back
+  // marked redelivered, moves behind messages delivered meanwhile, and on a
+  // quorum queue counts toward its delivery limit.
+  return unexpected(Errc::unsupported, "RabbitMQ cannot show the messages of queue '" + std::string(queue) +
+                                           "' without delivering them (a get and requeue marks them redelivered "
+                                           "and counts as a delivery)");
+}
+
 Result<QueueStats> rabbitmq::Transport::stats(std::string_view queue) { return state_->stats(queue); }
 
 void rabbitmq::Transport::close(std::chrono::milliseconds deadline) { state_->stop(deadline); }

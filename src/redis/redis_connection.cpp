@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "redis_connection.hpp"
 
+#include <babelqueue/detail/plain_port_probe.hpp>
+
 #include <hiredis/hiredis.h>
 #include <hiredis/read.h>
 #include <openssl/err.h>
@@ -13,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -31,6 +34,10 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using boost::system::error_code;
+
+// How long a TLS handshake may wait for the server's first answer before the
+// port is asked whether it speaks plain Redis (a TLS server answers at once).
+constexpr std::chrono::milliseconds kTlsSilence{500};
 
 std::string ms_text(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
 
@@ -344,6 +351,8 @@ class Connection::Io {
     } else {
       SSL_set_verify(ssl_.get(), SSL_VERIFY_NONE, nullptr);
     }
+    const auto started = Clock::now();
+    bool probed = false;
     for (;;) {
       ERR_clear_error();
       const int result = SSL_connect(ssl_.get());
@@ -361,13 +370,39 @@ class Connection::Io {
                                             " was not accepted: " + X509_verify_cert_error_string(verdict) +
                                             " (checked against " + ca + " for the name " + name + ")");
         }
-        return unexpected(Errc::connection, "TLS handshake with Redis at " + endpoint_.address() +
-                                                " failed: " + openssl_error_text() + " (is it a TLS port?)");
+        const std::string reason = openssl_error_text();
+        if (answers_plain_redis(deadline)) return not_a_tls_port();
+        return unexpected(Errc::connection,
+                          "TLS handshake with Redis at " + endpoint_.address() + " failed: " + reason);
+      }
+      // A plain Redis port reads the ClientHello as the start of a command
+      // and waits, silently, for its end: when the answer is late, ask the
+      // port in plain RESP whether that is what is going on.
+      if (wait_for == POLLIN && !probed) {
+        const auto probe_at = std::min(deadline, started + kTlsSilence);
+        if (auto status = wait(wait_for, probe_at); status == Outcome::interrupted) return failure(status, "");
+        if (Clock::now() < probe_at) continue;  // an answer came: carry on with the handshake
+        probed = true;
+        if (answers_plain_redis(deadline)) return not_a_tls_port();
+        continue;
       }
       if (auto status = wait(wait_for, deadline); status != Outcome::done) {
         return failure(status, "in the TLS handshake with");
       }
     }
+  }
+
+  // Whether the port answers a plain PING (on a new connection), before
+  // deadline and within a second.
+  bool answers_plain_redis(Clock::time_point deadline) const {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto timeout = std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(1000));
+    return detail::answers_in_plain_text(endpoint_.host, endpoint_.port, "PING\r\n", timeout);
+  }
+
+  Unexpected<ErrorInfo> not_a_tls_port() const {
+    return unexpected(Errc::connection, std::string(detail::kNotATlsPort) + " (Redis at " + endpoint_.address() +
+                                            " answers plain redis://, not rediss://)");
   }
 
   Unexpected<ErrorInfo> failure(Outcome outcome, const std::string& what) const {

@@ -421,6 +421,7 @@ Capabilities redis::Transport::capabilities() const {
   caps.batch_publish = true;
   caps.ordered = true;
   caps.lease = state_->options.visibility_timeout;
+  caps.peek = true;  // LRANGE on the list
   return caps;
 }
 
@@ -643,6 +644,24 @@ Result<QueueStats> redis::Transport::stats(std::string_view queue) {
   stats.reserved = (*replies)[1].integer + (*replies)[3].integer;
   stats.delayed = (*replies)[2].integer;
   return stats;
+}
+
+Result<std::vector<PeekedMessage>> redis::Transport::peek(std::string_view queue, std::size_t max) {
+  if (auto valid = check_queue(queue); !valid) return unexpected(valid.error());
+  if (max == 0) return unexpected(Errc::invalid_argument, "peek needs max >= 1");
+  // The head of the list is what the next claim pops (LPOP): LRANGE reads
+  // it and changes nothing.
+  const std::string last = std::to_string(std::min(max, kMaxClaim) - 1);
+  auto reply = state_->execute(Command{"LRANGE", queue, "0", last});
+  if (!reply) return unexpected(reply.error());
+  if (reply->is_error()) return unexpected(refused("peek", queue, *reply));
+  std::vector<PeekedMessage> shown;
+  shown.reserve(reply->elements.size());
+  for (const Reply& element : reply->elements) {
+    redis_detail::Unframed unframed = redis_detail::unframe(element.text);
+    shown.push_back(PeekedMessage{std::move(unframed.body), std::move(unframed.headers), std::nullopt});
+  }
+  return shown;
 }
 
 void redis::Transport::close(std::chrono::milliseconds deadline) { state_->close(deadline); }

@@ -362,6 +362,7 @@ Capabilities sqlite::Transport::capabilities() const {
   caps.extendable_lease = true;
   caps.batch_publish = true;
   caps.ordered = true;
+  caps.peek = true;
   return caps;
 }
 
@@ -479,6 +480,33 @@ Result<QueueStats> sqlite::Transport::stats(std::string_view queue) {
   const int rc = statement.step();
   if (rc != SQLITE_ROW) return unexpected(state_->db.error(rc, "stats"));
   return QueueStats{statement.column_int64(0), statement.column_int64(1), statement.column_int64(2)};
+}
+
+Result<std::vector<PeekedMessage>> sqlite::Transport::peek(std::string_view queue, std::size_t max) {
+  if (auto valid = check_queue_name(queue); !valid) return unexpected(valid.error());
+  if (max == 0) return unexpected(Errc::invalid_argument, "peek needs max >= 1");
+  if (state_->closed) return closed_error();
+  const std::lock_guard lock(state_->db_mutex);
+  if (!state_->db.is_open()) return closed_error();
+  // The rows a receive would claim, in its order; a plain read, no
+  // transaction needed.
+  Statement& select = state_->statements.select_ready;
+  const Statement::Use use(select);
+  select.bind_text(1, queue);
+  select.bind(2, now_epoch_ms());
+  select.bind(3, static_cast<std::int64_t>(std::min<std::size_t>(max, 1U << 20U)));
+  std::vector<PeekedMessage> shown;
+  for (;;) {
+    const int rc = select.step();
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) return unexpected(state_->db.error(rc, "peek"));
+    PeekedMessage message;
+    message.body = select.column_bytes(1);
+    if (!select.column_is_null(2)) message.headers = decode_headers(select.column_bytes(2));
+    message.native_attempts = select.column_int64(3);
+    shown.push_back(std::move(message));
+  }
+  return shown;
 }
 
 void sqlite::Transport::close(milliseconds deadline) {

@@ -907,6 +907,12 @@ std::string sqs::Transport::dead_letter_queue(std::string_view queue) const {
   return name;
 }
 
+Result<std::vector<PeekedMessage>> sqs::Transport::peek(std::string_view queue, std::size_t /*max*/) {
+  return unexpected(Errc::unsupported, "SQS cannot show the messages of queue '" + std::string(queue) +
+                                           "' without receiving them (a receive hides them for the visibility "
+                                           "timeout and counts toward the queue's maxReceiveCount)");
+}
+
 Result<QueueStats> sqs::Transport::stats(std::string_view queue) {
   if (state_->closed.load()) return closed_error();
   if (auto r = check_queue_name(queue); !r) return unexpected(r.error());

@@ -67,7 +67,7 @@ two_workers() {  # two_workers STORE_URL [work options...] -> the number of runs
   wait "$first" "$second"
   # Whatever the second worker handed back is delivered once more.
   "$bq" work pay --idle-exit 1 --idempotency "$store" --claim-lease 0.6 "$@" -- "$tmp/slow.sh" 2>>"$tmp/work.err"
-  printf '%s|%s' "$(starts)" "$("$bq" stats pay)"
+  printf '%s|%s' "$(starts)" "$("$bq" stats pay --json)"
 }
 
 check "with the claim: one run, the copy acked" '1|{"queue":"pay","ready":0,"reserved":0,"delayed":0}' \
@@ -101,13 +101,13 @@ waited=$(($(cut -d' ' -f4 <<<"$second") - killed_at))
 # would have let it run after 1 s.
 check "the takeover waited for the claim's lease (waited ${waited} ms)" 1 "$((waited >= 900 ? 1 : 0))"
 contains "the takeover ran to its end" "end $id" "$(cat "$tmp/runs.log")"
-check "nothing left in the queue" '{"queue":"pay","ready":0,"reserved":0,"delayed":0}' "$("$bq" stats pay)"
+check "nothing left in the queue" '{"queue":"pay","ready":0,"reserved":0,"delayed":0}' "$("$bq" stats pay --json)"
 
 # ---- 3. a redelivery of a handled id is acked without running ----------------------------------
 printf '%s' "$body" | "$bq" send pay
 "$bq" work pay --idle-exit 0.5 --idempotency "$store" -- "$tmp/slow.sh" 2>>"$tmp/work.err"
 check "a handled id runs no more" 2 "$(starts)"
-check "and is acked" '{"queue":"pay","ready":0,"reserved":0,"delayed":0}' "$("$bq" stats pay)"
+check "and is acked" '{"queue":"pay","ready":0,"reserved":0,"delayed":0}' "$("$bq" stats pay --json)"
 
 # ---- 4. the conformance sections ----------------------------------------------------------------
 out=$("$bq" conformance "$2" 2>&1)

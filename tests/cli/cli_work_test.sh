@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 unset BABELQUEUE_URL
 export BABELQUEUE_URL="sqlite://$tmp/q.db"
-stats() { "$bq" stats "$1"; }
+stats() { "$bq" stats "$1" --json; }
 empty() { printf '{"queue":"%s","ready":0,"reserved":0,"delayed":0}' "$1"; }
 drain() { "$bq" drain "$1" --wait 0.2; }
 work() { "$bq" work "$@" 2>"$tmp/work.err"; }  # the worker's standard error in $tmp/work.err
@@ -354,8 +354,15 @@ check "missing QUEUE" 2 $?
 check "unknown strategy" 2 $?
 "$bq" work q --max-attempts 0 -- true >/dev/null 2>&1
 check "--max-attempts 0" 2 $?
-"$bq" work q --concurrency 0 -- true >/dev/null 2>&1
+err=$("$bq" work q --concurrency 0 -- true 2>&1)
 check "--concurrency 0" 2 $?
+contains "--concurrency 0 says the rule" "--concurrency: must be a whole number of at least 1, got '0'" "$err"
+err=$("$bq" work q --max-messages -1 -- true 2>&1)
+check "--max-messages -1" 2 $?
+contains "--max-messages -1 says the rule" "--max-messages: must be a whole number (0 or more), got '-1'" "$err"
+err=$("$bq" work q --idle-exit soon -- true 2>&1)
+check "--idle-exit not a number" 2 $?
+contains "--idle-exit not a number says so" "--idle-exit: not a number: 'soon'" "$err"
 "$bq" work q --backoff-multiplier 0.5 -- true >/dev/null 2>&1
 check "--backoff-multiplier below 1" 2 $?
 err=$("$bq" work q --idle-exit 0.2 -- "$tmp/no-such-command" 2>&1)

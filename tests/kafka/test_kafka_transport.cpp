@@ -457,15 +457,38 @@ TEST(KafkaBroker, AFullProduceQueueWaitsForRoomInsteadOfFailing) {
 }
 
 TEST(KafkaBroker, AnUnreachableBrokerIsAClearError) {
-  auto url = bq::Url::parse("kafka://127.0.0.1:1?publish_timeout=1");
-  auto options = bq::kafka::Transport::options_from_url(*url);
-  // librdkafka's complaints reach the transport's log sink, not stderr.
   std::mutex logged_mutex;
   std::vector<std::string> logged;
-  options->log = [&](bq::LogLevel level, std::string_view line) {
+  const bq::LogSink sink = [&](bq::LogLevel level, std::string_view line) {
     std::lock_guard lock(logged_mutex);
     if (level >= bq::LogLevel::warning) logged.emplace_back(line);
   };
+  // open() finds out: at once for a refused connection (not at
+  // connect_timeout), in one error that names the address and the reason,
+  // with librdkafka's lines held back.
+  auto refused_options =
+      bq::kafka::Transport::options_from_url(*bq::Url::parse("kafka://127.0.0.1:1?connect_timeout=60"));
+  ASSERT_TRUE(refused_options);
+  refused_options->log = sink;
+  const auto start = std::chrono::steady_clock::now();
+  auto refused = bq::kafka::Transport::open(*refused_options);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), bq::Errc::connection);
+  EXPECT_NE(refused.error().message().find("cannot reach Kafka at 127.0.0.1:1: "), std::string::npos)
+      << refused.error().message();
+  EXPECT_NE(refused.error().message().find("Connection refused"), std::string::npos) << refused.error().message();
+  EXPECT_LT(elapsed, std::chrono::seconds(30)) << "waited out connect_timeout";
+  {
+    std::lock_guard lock(logged_mutex);
+    EXPECT_TRUE(logged.empty()) << logged.front();
+  }
+
+  // Opened without contacting a broker, the first publish finds out.
+  auto url = bq::Url::parse("kafka://127.0.0.1:1?publish_timeout=1&connect_timeout=0");
+  auto options = bq::kafka::Transport::options_from_url(*url);
+  // librdkafka's complaints reach the transport's log sink, not stderr.
+  options->log = sink;
   auto transport = bq::kafka::Transport::open(*options);
   ASSERT_TRUE(transport);
   auto published = (*transport)->publish("orders", "{}");

@@ -134,6 +134,7 @@ TEST(KafkaTransport, RefusesBadOptionsBeforeConnecting) {
 TEST(KafkaTransport, NamesRetryTopicsByPattern) {
   bq::kafka::Transport::Options options;
   options.bootstrap_servers = "127.0.0.1:1";  // never contacted
+  options.connect_timeout = 0ms;
   options.retry_tiers = {5s, 30s};
   auto opened = bq::kafka::Transport::open(options);
   ASSERT_TRUE(opened) << opened.error().message();
@@ -155,6 +156,7 @@ TEST(KafkaTransport, NamesRetryTopicsByPattern) {
 TEST(KafkaTransport, WithoutTiersADelayIsRefusedNotDropped) {
   bq::kafka::Transport::Options options;
   options.bootstrap_servers = "127.0.0.1:1";
+  options.connect_timeout = 0ms;  // never contacted
   auto opened = bq::kafka::Transport::open(options);
   ASSERT_TRUE(opened);
   EXPECT_FALSE((*opened)->capabilities().native_delay);

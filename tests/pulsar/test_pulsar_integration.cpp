@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 namespace bq = babelqueue;
 namespace pd = babelqueue::pulsar_detail;
@@ -164,6 +165,47 @@ TEST(PulsarIntegration, ADelayedMessageArrivesNoEarlierThanItsDelay) {
   auto raw = raw_receive(transport->topic(queue), 1);
   ASSERT_EQ(raw.size(), 1U);
   EXPECT_EQ(as_map(raw[0].properties).at("bq-delay"), "1500");
+}
+
+// peek reads from the subscription's mark-delete position: what a receive
+// acknowledged is not shown, a delayed message is not shown before it is
+// due, and a Worker-side consumer of the subscription keeps its messages.
+TEST(PulsarIntegration, PeekShowsTheSubscriptionsWaitingMessagesOnly) {
+  auto transport = open();
+  ASSERT_TRUE(transport);
+  const std::string queue = bq::testing::unique_queue("peek");
+  const std::string body = fixture("order-created.json");
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(transport->publish(queue, body));
+  bq::PublishOptions later;
+  later.delay = 60s;
+  ASSERT_TRUE(transport->publish(queue, body, later));
+  auto first = transport->receive(queue, 1, 10s);
+  ASSERT_TRUE(first && first->size() == 1U);
+  ASSERT_TRUE(transport->ack(first->front()));
+  // The ack moves the mark-delete position a moment later.
+  std::size_t shown = 0;
+  for (const auto deadline = Clock::now() + 5s; Clock::now() < deadline;) {
+    auto peeked = transport->peek(queue, 10);
+    ASSERT_TRUE(peeked) << peeked.error().message();
+    shown = peeked->size();
+    if (shown == 2) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(shown, 2U) << "the acknowledged message, or the delayed one, was shown";
+  auto rest = transport->receive(queue, 10, 10s);
+  ASSERT_TRUE(rest) << rest.error().message();
+  std::size_t received = rest->size();
+  for (const auto& delivery : *rest) {
+    EXPECT_EQ(delivery.native_attempts, 0) << "peek counted as a delivery";
+    EXPECT_TRUE(transport->ack(delivery));
+  }
+  if (received < 2) {
+    auto more = transport->receive(queue, 10, 5s);
+    ASSERT_TRUE(more);
+    received += more->size();
+    for (const auto& delivery : *more) EXPECT_TRUE(transport->ack(delivery));
+  }
+  EXPECT_EQ(received, 2U);
 }
 
 TEST(PulsarIntegration, TheSchemaVersionGateRejectsBeforeDecoding) {

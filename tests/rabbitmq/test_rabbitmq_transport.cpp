@@ -363,6 +363,22 @@ TEST(RabbitmqTransport, TlsByIpAddressChecksTheCertificatesIpAddresses) {
   expect_a_round_trip(url, "tls-ip");
 }
 
+// amqps:// to the plain port: the broker answers the ClientHello with its
+// AMQP header; that is said as such, and the CA is not blamed.
+TEST(RabbitmqTransport, TlsToThePlainPortSaysSo) {
+  bq::rabbitmq::register_transport();
+  const std::string plain = rmq::info("url");
+  const std::string port = rmq::info("port");
+  std::string url = "amqps" + plain.substr(plain.find("://"));
+  ASSERT_NE(url.find(":" + port + "/"), std::string::npos) << url;
+  auto refused = bq::open_transport(url + "?connect_timeout=10&tls_ca=" + rmq::info("tls_ca"));
+  ASSERT_FALSE(refused);
+  const std::string& message = refused.error().message();
+  EXPECT_EQ(refused.error().code(), bq::Errc::connection) << message;
+  EXPECT_NE(message.find("the server did not answer TLS: is this a TLS port?"), std::string::npos) << message;
+  EXPECT_EQ(message.find("tls_ca"), std::string::npos) << message;
+}
+
 namespace {
 
 sockaddr_in loopback(int port) {

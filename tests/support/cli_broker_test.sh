@@ -37,6 +37,17 @@ for target in "$url" "$tls_url?tls_ca=$ca"; do
   contains "drain returns the envelope ($target)" "\"id\":\"$id\"" "$body"
 done
 
+# peek shows a message and leaves it, or says the broker cannot and takes nothing.
+peeked="$queue-peek"
+id="$("$cli" --url "$url" publish "$peeked" urn:cli:test:peeked '{"n":3}' 2>&1)"
+shown="$("$cli" --url "$url" peek "$peeked" --json --max 5 2>&1)"
+case $? in
+  0) contains "peek shows the message" "$id" "$shown" ;;
+  1) contains "peek says the broker cannot browse" "without" "$shown" ;;
+  *) check "peek exits 0 or 1" "0 or 1" "$shown" ;;
+esac
+contains "the message is still there after peek" "\"id\":\"$id\"" "$("$cli" --url "$url" drain "$peeked" --wait 5 --max 1 2>&1)"
+
 # A consumer that always fails: retried, then dead-lettered to <queue>.dlq;
 # redrive sends it back with attempts reset.
 printf '#!/bin/sh\necho "$BQ_ATTEMPTS" >>"%s/fail.log"\necho boom >&2\nexit 7\n' "$tmp" >"$tmp/fail.sh"

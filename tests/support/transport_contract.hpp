@@ -557,6 +557,84 @@ TEST_P(TransportContract, CloseUnblocksAWaitingReceive) {
   transport().close();  // idempotent
 }
 
+// peek() shows what a receive would get, and takes nothing: the messages are
+// received afterwards as if nobody had looked (same delivery count). A
+// transport without peek says so (Errc::unsupported, with its reason).
+TEST_P(TransportContract, PeekShowsWaitingMessagesWithoutTakingThem) {
+  const std::string q = queue();
+  auto nothing = transport().peek(q, 5);
+  if (!caps_.peek) {
+    ASSERT_FALSE(nothing) << "capabilities().peek is false, yet peek() answered";
+    EXPECT_EQ(nothing.error().code(), Errc::unsupported);
+    EXPECT_FALSE(nothing.error().message().empty());
+    GTEST_SKIP() << "no peek: " << nothing.error().message();
+  }
+  ASSERT_TRUE(nothing) << nothing.error().message();
+  EXPECT_TRUE(nothing->empty());
+  PublishOptions options;
+  if (caps_.headers) options.headers = {{"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}};
+  const std::vector<std::string> bodies{contract_body("p0"), contract_body("p1"), contract_body("p2")};
+  for (const std::string& body : bodies) {
+    publish(q, body, options);
+    publish(queue("control"), body, options);
+  }
+  // Brokers that make a published message visible to readers a moment later
+  // (a log's fetch) get a few tries.
+  Result<std::vector<babelqueue::PeekedMessage>> all = std::vector<babelqueue::PeekedMessage>{};
+  for (const auto deadline = Clock::now() + 5s; Clock::now() < deadline;) {
+    all = transport().peek(q, 10);
+    ASSERT_TRUE(all) << all.error().message();
+    if (all->size() >= bodies.size()) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(all->size(), bodies.size());
+  std::multiset<std::string> shown;
+  for (const auto& message : *all) shown.insert(message.body);
+  EXPECT_EQ(shown, std::multiset<std::string>(bodies.begin(), bodies.end()));
+  if (caps_.ordered) {
+    for (std::size_t i = 0; i < bodies.size(); ++i) EXPECT_EQ((*all)[i].body, bodies[i]) << "at " << i;
+  }
+  if (caps_.headers) {
+    EXPECT_EQ((*all)[0].headers.at("traceparent"), options.headers.at("traceparent"));
+  }
+  auto two = transport().peek(q, 2);
+  ASSERT_TRUE(two) << two.error().message();
+  EXPECT_EQ(two->size(), 2U);
+  if (caps_.ordered && two->size() == 2) {
+    EXPECT_EQ((*two)[1].body, bodies[1]);
+  }
+
+  // Nothing was taken: all three are received, with the delivery count of
+  // messages nobody looked at.
+  // (Each queue settled before the next is received: a Kafka consumer that
+  // subscribes to another topic gives its partitions back.)
+  const auto received = receive_all(q, bodies.size());
+  ASSERT_EQ(received.size(), bodies.size());
+  for (const Delivery& delivery : received) ack(delivery);
+  const auto control = receive_all(queue("control"), bodies.size());
+  ASSERT_EQ(control.size(), bodies.size());
+  for (const Delivery& delivery : control) ack(delivery);
+  for (const Delivery& delivery : received) {
+    EXPECT_EQ(delivery.native_attempts, control[0].native_attempts) << "peek counted as a delivery";
+  }
+  // Acknowledged, they are gone from the peek too (Kafka: once committed, a
+  // moment after the ack).
+  auto acked = transport().peek(q, 10);
+  for (const auto deadline = Clock::now() + 5s; acked && !acked->empty() && Clock::now() < deadline;) {
+    std::this_thread::sleep_for(50ms);
+    acked = transport().peek(q, 10);
+  }
+  ASSERT_TRUE(acked) << acked.error().message();
+  EXPECT_TRUE(acked->empty()) << "acknowledged messages are still shown";
+
+  auto zero = transport().peek(q, 0);
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error().code(), Errc::invalid_argument);
+  auto no_queue = transport().peek("", 1);
+  ASSERT_FALSE(no_queue);
+  EXPECT_EQ(no_queue.error().code(), Errc::invalid_argument);
+}
+
 TEST_P(TransportContract, RefusesAnEmptyQueueNameAndAZeroMax) {
   auto no_queue = transport().publish("", "x");
   ASSERT_FALSE(no_queue);

@@ -2,6 +2,7 @@
 // bench: publish N envelopes, consume them with a Worker, report rates and
 // latencies as one JSON line.
 #include "commands.hpp"
+#include "option_checks.hpp"
 #include "support.hpp"
 
 #include <babelqueue/envelope.hpp>
@@ -12,9 +13,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 
 namespace babelqueue::cli {
 
@@ -28,6 +31,7 @@ struct BenchArgs {
   std::size_t messages = 1000;
   std::size_t size = 256;
   std::size_t concurrency = 1;
+  bool json = false;
 };
 
 double per_second(std::size_t count, std::chrono::steady_clock::duration elapsed) {
@@ -78,7 +82,7 @@ int run_bench(const GlobalOptions& global, const BenchArgs& args) {
   std::atomic<std::size_t> published{0};
   std::atomic<std::size_t> consumed{0};
   std::atomic<int> phase{0};
-  Progress progress([&] {
+  Progress progress(StdoutUse::at_the_end, [&] {
     return phase.load() == 0
                ? "bench: published " + std::to_string(published.load()) + "/" + std::to_string(args.messages)
                : "bench: consumed " + std::to_string(consumed.load()) + "/" + std::to_string(args.messages);
@@ -132,6 +136,7 @@ int run_bench(const GlobalOptions& global, const BenchArgs& args) {
   auto summary = worker.run({args.queue}, limits);
   const auto consume_elapsed = std::chrono::steady_clock::now() - consume_start;
   transport->close();
+  progress.finish();
   if (!summary) return fail("bench: consuming failed: " + summary.error().message());
 
   std::sort(latencies.begin(), latencies.end());
@@ -148,10 +153,25 @@ int run_bench(const GlobalOptions& global, const BenchArgs& args) {
   out.set("publish_msgs_per_s", per_second(args.messages, publish_elapsed));
   out.set("consume_msgs_per_s", per_second(consumed.load(), consume_elapsed));
   out.set("latency_ms", Value(std::move(latency)));
-  auto line = to_json(Value(std::move(out)));
-  if (!line) return fail(line.error().message());
-  std::cout << *line << '\n';
-  std::cout.flush();
+  if (args.json) {
+    if (print_json_line(Value(std::move(out))) != kExitOk) return kExitFailure;
+  } else {
+    const auto ms = [](double value) {
+      std::ostringstream text;
+      text << std::fixed << std::setprecision(1) << value << " ms";
+      return text.str();
+    };
+    std::cout << "bench " << (url ? url->scheme : std::string("?")) << "://: " << args.messages << " messages of about "
+              << args.size << " bytes, " << args.concurrency << " handler thread" << (args.concurrency == 1 ? "" : "s")
+              << "\n"
+              << std::fixed << std::setprecision(0) << "  publish  " << per_second(args.messages, publish_elapsed)
+              << " msg/s\n"
+              << "  consume  " << per_second(consumed.load(), consume_elapsed) << " msg/s\n"
+              << "  latency  p50 " << ms(percentile(latencies, 0.50)) << ", p90 " << ms(percentile(latencies, 0.90))
+              << ", p99 " << ms(percentile(latencies, 0.99)) << ", max "
+              << ms(latencies.empty() ? 0.0 : latencies.back()) << "\n";
+    std::cout.flush();
+  }
   if (consumed.load() != args.messages) {
     return fail("bench: consumed " + std::to_string(consumed.load()) + " of " + std::to_string(args.messages) +
                 " messages");
@@ -163,20 +183,24 @@ int run_bench(const GlobalOptions& global, const BenchArgs& args) {
 
 void add_bench_command(CLI::App& app, Action& action, const GlobalOptions& global) {
   auto args = std::make_shared<BenchArgs>();
-  CLI::App* bench = app.add_subcommand(
-      "bench", "Publish N envelopes to an empty QUEUE, consume them, print rates and latencies as JSON");
+  CLI::App* bench =
+      app.add_subcommand("bench", "Publish N envelopes to an empty QUEUE, consume them, print rates and latencies");
   bench->add_option("QUEUE", args->queue, "An empty queue to benchmark on")->required();
   bench->add_option("--messages", args->messages, "How many envelopes")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str()
       ->type_name("N");
   bench->add_option("--size", args->size, "About how many bytes of data each envelope carries")
+      ->check(whole_number(0))
       ->capture_default_str()
       ->type_name("BYTES");
   bench->add_option("--concurrency", args->concurrency, "Handler threads of the consuming worker")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str()
       ->type_name("N");
+  bench->add_flag("--json", args->json,
+                  "One JSON line: {transport, messages, size, concurrency, publish_msgs_per_s, consume_msgs_per_s, "
+                  "latency_ms: {p50, p90, p99, max}}");
   bench->callback([&action, &global, args] { action = [&global, args] { return run_bench(global, *args); }; });
 }
 

@@ -37,6 +37,9 @@ struct EncodeArgs {
 int run_encode(const EncodeArgs& args) {
   auto data = parse_json(args.data_json);
   if (!data) return fail("DATA_JSON is not JSON: " + data.error().message());
+  // Envelope::make reads null as {}; on a command line it is a mistake.
+  if (!data->is_object())
+    return fail("DATA_JSON must be a JSON object, got " + std::string(Value::kind_name(data->kind())));
   MakeOptions options;
   options.queue = args.queue;
   options.trace_id = args.trace_id;

@@ -33,12 +33,15 @@ inline constexpr const char* kUrlEnvironmentVariable = "BABELQUEUE_URL";
 void add_codec_commands(CLI::App& app, Action& action);
 // Registers `conformance SUITE_DIR [--url URL]`.
 void add_conformance_command(CLI::App& app, Action& action, const GlobalOptions& global);
-// Registers `publish`, `send`, `drain`, `stats` and `redrive`.
+// Registers `publish`, `send`, `drain`, `peek`, `stats` and `redrive`.
 void add_queue_commands(CLI::App& app, Action& action, const GlobalOptions& global);
 // Registers `work QUEUE [options] -- CMD [ARGS...]`.
 void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global);
 // Registers `bench QUEUE [options]`.
 void add_bench_command(CLI::App& app, Action& action, const GlobalOptions& global);
+// Registers the hidden `completion bash|zsh`, generated from the commands
+// registered before it: call it last.
+void add_completion_command(CLI::App& app, Action& action);
 
 // All of standard input. One trailing line break (LF or CRLF) is dropped, so
 // `echo '{...}' | babelqueue codec decode` reads exactly the JSON text.

@@ -9,11 +9,63 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <string_view>
+
+namespace {
+
+// The visible commands, "publish, send, ...", in the order of the help.
+std::string command_names(CLI::App& app) {
+  std::string names;
+  for (const CLI::App* command : app.get_subcommands({})) {
+    if (command->get_group().empty()) continue;  // hidden
+    names += (names.empty() ? "" : ", ") + command->get_name();
+  }
+  return names;
+}
+
+// The first word that stands where a command name belongs — not an option
+// nor the value of --url — when it names no command (of the app, or of a
+// command with commands of its own, like codec). CLI11 would report it as
+// "A subcommand is required" or as an unexpected argument.
+struct UnknownCommand {
+  std::string word;
+  CLI::App* owner;  // the command whose commands it is not one of
+};
+std::optional<UnknownCommand> unknown_command(CLI::App& app, int argc, char** argv) {
+  CLI::App* current = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view word(argv[i]);
+    if (word == "--") return std::nullopt;
+    if (word == "--url") {
+      ++i;  // its value
+      continue;
+    }
+    if (word.starts_with("-")) continue;
+    CLI::App* found = nullptr;
+    for (CLI::App* command : current->get_subcommands({})) {
+      if (command->check_name(std::string(word))) found = command;
+    }
+    if (found == nullptr) return UnknownCommand{std::string(word), current};
+    if (found->get_subcommands({}).empty()) return std::nullopt;  // the rest are its arguments
+    current = found;
+  }
+  return std::nullopt;
+}
+
+// The innermost command given on the command line (the app itself if none).
+CLI::App* innermost_command(CLI::App& app) {
+  CLI::App* current = &app;
+  while (!current->get_subcommands().empty()) current = current->get_subcommands().front();
+  return current;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace babelqueue::cli;
-  CLI::App app{"babelqueue: the BabelQueue command-line tool"};
+  CLI::App app{"babelqueue: the BabelQueue command-line tool", "babelqueue"};
   app.set_version_flag("--version", babelqueue::kVersion);
   app.require_subcommand(1);
   // --url is the app's option; subcommands inherit fallthrough, so it is
@@ -36,17 +88,36 @@ int main(int argc, char** argv) {
   add_queue_commands(app, action, global);
   add_work_command(app, action, global);
   add_bench_command(app, action, global);
+  add_completion_command(app, action);
   for (CLI::App* command : app.get_subcommands({})) {
-    if (command->get_name() == "codec" || command->get_name() == "conformance") continue;
+    const std::string& name = command->get_name();
+    if (name == "codec" || name == "conformance" || name == "completion") continue;
     command->footer(std::string("Global option (before or after the command): --url URL, the broker (default: $") +
                     kUrlEnvironmentVariable + ", else " + kDefaultUrl +
                     ").\nExit status: 0 ok, 1 failure, 2 usage error.");
   }
+  if (auto unknown = unknown_command(app, argc, argv)) {
+    const std::string prefix = unknown->owner == &app ? "" : unknown->owner->get_name() + " ";
+    std::cerr << "babelqueue: unknown command '" << prefix << unknown->word
+              << "' (the commands: " << command_names(*unknown->owner) << ")\nRun with --help for more information.\n";
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // Help and --version exit 0; every other parse problem is a usage error.
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+    // Help and --version exit 0.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    // No command where one is needed: the usage, which lists them, rather
+    // than CLI11's bare "A subcommand is required".
+    if (CLI::App* command = innermost_command(app); dynamic_cast<const CLI::RequiredError*>(&e) != nullptr &&
+                                                    !command->get_subcommands({}).empty() &&
+                                                    command->get_subcommands().empty()) {
+      std::cerr << command->help();
+      return kExitUsage;
+    }
+    // Every other parse problem is a usage error.
+    std::cerr << "babelqueue: " << e.what() << "\nRun with --help for more information.\n";
+    return kExitUsage;
   }
   global.url_given = url->count() > 0;
   if (!global.url_given) {

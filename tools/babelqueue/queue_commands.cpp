@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// publish, send, drain, stats and redrive: moving messages in and out of a
-// broker from a shell.
+// publish, send, drain, peek, stats and redrive: moving messages in and out
+// of a broker, and looking at them, from a shell.
 #include "commands.hpp"
+#include "option_checks.hpp"
 #include "support.hpp"
 
 #include <babelqueue/envelope.hpp>
@@ -12,6 +13,7 @@
 #include <atomic>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace babelqueue::cli {
 
@@ -46,6 +48,9 @@ struct PublishArgs {
 int run_publish(const GlobalOptions& global, const PublishArgs& args) {
   auto data = parse_json(args.data_json);
   if (!data) return fail("DATA_JSON is not JSON: " + data.error().message());
+  // Envelope::make reads null as {}; on a command line it is a mistake.
+  if (!data->is_object())
+    return fail("DATA_JSON must be a JSON object, got " + std::string(Value::kind_name(data->kind())));
   MakeOptions make;
   make.queue = args.queue;
   make.trace_id = args.trace_id;
@@ -57,8 +62,9 @@ int run_publish(const GlobalOptions& global, const PublishArgs& args) {
   options.delay = std::chrono::milliseconds(args.delay_ms);
   auto transport = open_transport_or_report(global);
   if (!transport) return kExitFailure;
+  const std::string queue = queue_name(*transport, args.queue);
   std::atomic<std::size_t> published{0};
-  Progress progress([&] {
+  Progress progress(StdoutUse::while_running, [&] {
     return "publish " + args.queue + ": " + std::to_string(published.load()) + "/" + std::to_string(args.count);
   });
   // Made and published a batch at a time, so --count needs little memory.
@@ -72,7 +78,7 @@ int run_publish(const GlobalOptions& global, const PublishArgs& args) {
       auto env = Envelope::make(args.urn, *data, make);
       if (!env) return fail(env.error().message());
       ids.emplace_back(env->id());
-      batch.push_back(OutgoingMessage{args.queue, std::string(env->body()), options});
+      batch.push_back(OutgoingMessage{queue, std::string(env->body()), options});
     }
     if (auto r = transport->publish_batch(batch); !r) {
       transport->close();
@@ -110,40 +116,69 @@ int run_send(const GlobalOptions& global, const SendArgs& args) {
   if (messages.empty()) return kExitOk;
   auto transport = open_transport_or_report(global);
   if (!transport) return kExitFailure;
+  const std::string queue = queue_name(*transport, args.queue);
+  for (OutgoingMessage& message : messages) message.queue = queue;
   auto r = publish_chunked(*transport, messages);
   transport->close();
   if (!r) return fail(r.error().message());
   return kExitOk;
 }
 
-// ---- drain --------------------------------------------------------------------------
+// ---- drain and peek -----------------------------------------------------------------
+
+// How a message is shown: its body on a line of its own (NDJSON for
+// envelopes), or with --json a record that any body fits in (a poison body
+// that is not JSON would stop jq at the first one):
+// {"queue":Q,"body":TEXT,"headers":{...},"native_attempts":N|null}. A body
+// that is not valid UTF-8 is shown with U+FFFD in its place and
+// "body_utf8":false.
+void print_message(bool json, const std::string& queue, const std::string& body, const Headers& headers,
+                   std::optional<std::int64_t> native_attempts) {
+  if (!json) {
+    std::cout << body << '\n';
+  } else {
+    Object record;
+    record.set("queue", sanitize_utf8(queue));
+    std::string text = sanitize_utf8(body);
+    const bool exact = text == body;
+    record.set("body", std::move(text));
+    if (!exact) record.set("body_utf8", false);
+    record.set("headers", headers_object(headers));
+    record.set("native_attempts", native_attempts ? Value(*native_attempts) : Value());
+    auto line = to_json(Value(std::move(record)));
+    std::cout << (line ? *line : std::string("{}")) << '\n';
+  }
+  std::cout.flush();
+}
 
 struct DrainArgs {
   std::string queue;
   std::size_t max = 0;
   double wait_seconds = 1.0;
+  bool json = false;
 };
 
 int run_drain(const GlobalOptions& global, const DrainArgs& args) {
   auto transport = open_transport_or_report(global);
   if (!transport) return kExitFailure;
+  const std::string queue = queue_name(*transport, args.queue);
   std::atomic<std::size_t> taken{0};
-  Progress progress([&] { return "drain " + args.queue + ": " + std::to_string(taken.load()) + " messages"; });
+  Progress progress(StdoutUse::while_running,
+                    [&] { return "drain " + queue + ": " + std::to_string(taken.load()) + " messages"; });
   const auto wait = seconds(args.wait_seconds);
   int status = kExitOk;
   while (args.max == 0 || taken.load() < args.max) {
     const std::size_t want = args.max == 0 ? 64 : std::min<std::size_t>(64, args.max - taken.load());
-    auto batch = transport->receive(args.queue, want, wait);
+    auto batch = transport->receive(queue, want, wait);
     if (!batch) {
-      status = fail("receive from " + args.queue + " failed: " + batch.error().message());
+      status = fail("receive from " + queue + " failed: " + batch.error().message());
       break;
     }
     if (batch->empty()) break;
     for (const Delivery& d : *batch) {
       // Printed before the ack: a message is never lost, at worst printed twice.
-      std::cout << d.body << '\n';
-      std::cout.flush();
-      if (auto r = transport->ack(d); !r) fail("ack on " + args.queue + " failed: " + r.error().message());
+      print_message(args.json, queue, d.body, d.headers, d.native_attempts);
+      if (auto r = transport->ack(d); !r) fail("ack on " + queue + " failed: " + r.error().message());
       ++taken;
     }
   }
@@ -151,11 +186,41 @@ int run_drain(const GlobalOptions& global, const DrainArgs& args) {
   return status;
 }
 
-// ---- stats --------------------------------------------------------------------------
+struct PeekArgs {
+  std::string queue;
+  std::size_t max = 10;
+  bool json = false;
+};
 
-int run_stats(const GlobalOptions& global, const std::string& queue) {
+int run_peek(const GlobalOptions& global, const PeekArgs& args) {
   auto transport = open_transport_or_report(global);
   if (!transport) return kExitFailure;
+  const std::string queue = queue_name(*transport, args.queue);
+  auto shown = transport->peek(queue, args.max);
+  transport->close();
+  if (!shown) {
+    if (shown.error().code() == Errc::unsupported) {
+      return fail("peek: " + shown.error().message() + "; nothing was taken from " + queue);
+    }
+    return fail("peek at " + queue + " failed: " + shown.error().message());
+  }
+  for (const PeekedMessage& message : *shown) {
+    print_message(args.json, queue, message.body, message.headers, message.native_attempts);
+  }
+  return kExitOk;
+}
+
+// ---- stats --------------------------------------------------------------------------
+
+struct StatsArgs {
+  std::string queue;
+  bool json = false;
+};
+
+int run_stats(const GlobalOptions& global, const StatsArgs& args) {
+  auto transport = open_transport_or_report(global);
+  if (!transport) return kExitFailure;
+  const std::string queue = queue_name(*transport, args.queue);
   auto stats = transport->stats(queue);
   transport->close();
   if (!stats) {
@@ -164,15 +229,18 @@ int run_stats(const GlobalOptions& global, const std::string& queue) {
     }
     return fail("stats of " + queue + " failed: " + stats.error().message());
   }
-  const auto count = [](std::int64_t n) { return n < 0 ? Value() : Value(n); };
-  Object out;
-  out.set("queue", queue);
-  out.set("ready", count(stats->ready));
-  out.set("reserved", count(stats->reserved));
-  out.set("delayed", count(stats->delayed));
-  auto line = to_json(Value(std::move(out)));
-  if (!line) return fail(line.error().message());
-  std::cout << *line << '\n';
+  if (args.json) {
+    const auto count = [](std::int64_t n) { return n < 0 ? Value() : Value(n); };
+    Object out;
+    out.set("queue", queue);
+    out.set("ready", count(stats->ready));
+    out.set("reserved", count(stats->reserved));
+    out.set("delayed", count(stats->delayed));
+    return print_json_line(Value(std::move(out)));
+  }
+  const auto count = [](std::int64_t n) { return n < 0 ? std::string("?") : std::to_string(n); };
+  std::cout << queue << ": " << count(stats->ready) << " ready, " << count(stats->reserved) << " reserved, "
+            << count(stats->delayed) << " delayed" << '\n';
   return kExitOk;
 }
 
@@ -185,36 +253,64 @@ struct RedriveArgs {
   bool dry_run = false;
   bool bypass = false;
   double wait_seconds = 1.0;
+  bool json = false;
 };
 
 std::string or_dash(std::string_view text) { return text.empty() ? "-" : std::string(text); }
+
+// {"redriven":N,"skipped":N,"items":[{"id","urn","redriven","to","note"}],
+// "error":TEXT|null}; ids and URNs that cannot be read are null.
+Value redrive_json(const RedriveResult& result) {
+  const auto text_or_null = [](const std::string& text) { return text.empty() ? Value() : Value(sanitize_utf8(text)); };
+  Array items;
+  for (const RedriveItem& item : result.items) {
+    Object entry;
+    entry.set("id", text_or_null(item.message_id));
+    entry.set("urn", text_or_null(item.urn));
+    entry.set("redriven", item.redriven);
+    entry.set("to", text_or_null(item.to));
+    entry.set("note", text_or_null(item.note));
+    items.emplace_back(std::move(entry));
+  }
+  Object out;
+  out.set("redriven", result.redriven);
+  out.set("skipped", result.skipped);
+  out.set("items", std::move(items));
+  out.set("error", result.error ? Value(sanitize_utf8(result.error->message())) : Value());
+  return Value(std::move(out));
+}
 
 int run_redrive(const GlobalOptions& global, const RedriveArgs& args) {
   auto transport = open_transport_or_report(global);
   if (!transport) return kExitFailure;
   RedriveOptions options;
-  options.to_queue = args.to;
+  options.to_queue = args.to.empty() ? std::string() : queue_name(*transport, args.to);
   options.max = args.max;
   options.dry_run = args.dry_run;
   options.bypass = args.bypass;
   options.wait = seconds(args.wait_seconds);
+  const std::string dlq = queue_name(*transport, args.dlq);
   RedriveResult progress;
-  auto result = redrive(*transport, args.dlq, options, progress);
+  auto result = redrive(*transport, dlq, options, progress);
   transport->close();
   // A run that stopped midway still reports what it did before failing.
-  if (!result && progress.items.empty()) return fail("redrive of " + args.dlq + " failed: " + result.error().message());
-  for (const RedriveItem& item : progress.items) {
-    if (item.redriven) {
-      std::cout << "redriven " << or_dash(item.message_id) << ' ' << or_dash(item.urn) << " -> " << item.to;
-      if (!item.note.empty()) std::cout << " (" << item.note << ')';
-    } else {
-      std::cout << "skipped " << or_dash(item.message_id) << ' ' << item.note;
-      if (item.note == "dry run" && !item.to.empty()) std::cout << " (would go to " << item.to << ')';
+  if (!result && progress.items.empty()) return fail("redrive of " + dlq + " failed: " + result.error().message());
+  if (args.json) {
+    if (print_json_line(redrive_json(progress)) != kExitOk) return kExitFailure;
+  } else {
+    for (const RedriveItem& item : progress.items) {
+      if (item.redriven) {
+        std::cout << "redriven " << or_dash(item.message_id) << ' ' << or_dash(item.urn) << " -> " << item.to;
+        if (!item.note.empty()) std::cout << " (" << item.note << ')';
+      } else {
+        std::cout << "skipped " << or_dash(item.message_id) << ' ' << item.note;
+        if (item.note == "dry run" && !item.to.empty()) std::cout << " (would go to " << item.to << ')';
+      }
+      std::cout << '\n';
     }
-    std::cout << '\n';
+    std::cout << "redriven " << progress.redriven << ", skipped " << progress.skipped << '\n';
+    std::cout.flush();
   }
-  std::cout << "redriven " << progress.redriven << ", skipped " << progress.skipped << '\n';
-  std::cout.flush();
   if (!result) return fail("redrive stopped: " + result.error().message());
   return kExitOk;
 }
@@ -233,10 +329,10 @@ void add_queue_commands(CLI::App& app, Action& action, const GlobalOptions& glob
       ->allow_extra_args(false)
       ->type_name("NAME=VALUE");
   publish->add_option("--delay", publish_args->delay_ms, "Deliver no earlier than this many milliseconds from now")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_number(0))
       ->type_name("MS");
   publish->add_option("--count", publish_args->count, "Publish N envelopes (one id per line)")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->type_name("N");
   publish->callback([&action, &global, publish_args] {
     action = [&global, publish_args] { return run_publish(global, *publish_args); };
@@ -255,35 +351,58 @@ void add_queue_commands(CLI::App& app, Action& action, const GlobalOptions& glob
       [&action, &global, send_args] { action = [&global, send_args] { return run_send(global, *send_args); }; });
 
   auto drain_args = std::make_shared<DrainArgs>();
-  CLI::App* drain = app.add_subcommand("drain", "Receive and acknowledge messages, printing each body on its own line");
+  CLI::App* drain = app.add_subcommand(
+      "drain", "Receive and acknowledge (remove) messages, printing each body on its own line; to look, use peek");
   drain->add_option("QUEUE", drain_args->queue, "The queue")->required();
-  drain->add_option("--max", drain_args->max, "Stop after N messages (0 = no limit)")->type_name("N");
+  drain->add_option("--max", drain_args->max, "Stop after N messages (0 = no limit)")
+      ->check(whole_number(0))
+      ->type_name("N");
   drain->add_option("--wait", drain_args->wait_seconds, "Stop once a receive waited this long for nothing")
-      ->check(CLI::NonNegativeNumber)
+      ->check(seconds_value())
       ->capture_default_str()
       ->type_name("SECONDS");
+  drain->add_flag("--json", drain_args->json,
+                  "One JSON record per message: {queue, body (as a string), headers, native_attempts}");
   drain->callback(
       [&action, &global, drain_args] { action = [&global, drain_args] { return run_drain(global, *drain_args); }; });
 
-  auto stats_queue = std::make_shared<std::string>();
-  CLI::App* stats = app.add_subcommand("stats", "Print {queue, ready, reserved, delayed} as one JSON line");
-  stats->add_option("QUEUE", *stats_queue, "The queue")->required();
+  auto peek_args = std::make_shared<PeekArgs>();
+  CLI::App* peek =
+      app.add_subcommand("peek", "Show the next messages of QUEUE without taking them (where the broker can browse)");
+  peek->add_option("QUEUE", peek_args->queue, "The queue, e.g. orders.dlq")->required();
+  peek->add_option("--max", peek_args->max, "Show at most N messages")
+      ->check(whole_number(1))
+      ->capture_default_str()
+      ->type_name("N");
+  peek->add_flag("--json", peek_args->json,
+                 "One JSON record per message: {queue, body (as a string), headers, native_attempts}");
+  peek->callback(
+      [&action, &global, peek_args] { action = [&global, peek_args] { return run_peek(global, *peek_args); }; });
+
+  auto stats_args = std::make_shared<StatsArgs>();
+  CLI::App* stats = app.add_subcommand("stats", "Count a queue's ready, reserved and delayed messages");
+  stats->add_option("QUEUE", stats_args->queue, "The queue")->required();
+  stats->add_flag("--json", stats_args->json, "One JSON line: {queue, ready, reserved, delayed} (null: unknown)");
   stats->callback(
-      [&action, &global, stats_queue] { action = [&global, stats_queue] { return run_stats(global, *stats_queue); }; });
+      [&action, &global, stats_args] { action = [&global, stats_args] { return run_stats(global, *stats_args); }; });
 
   auto redrive_args = std::make_shared<RedriveArgs>();
   CLI::App* redrive_cmd =
       app.add_subcommand("redrive", "Move messages from a dead-letter queue back to where they failed");
   redrive_cmd->add_option("DLQ", redrive_args->dlq, "The dead-letter queue, e.g. orders.dlq")->required();
   redrive_cmd->add_option("--to", redrive_args->to, "Send every message to this queue instead of its original one");
-  redrive_cmd->add_option("--max", redrive_args->max, "Redrive at most N messages (0 = all)")->type_name("N");
+  redrive_cmd->add_option("--max", redrive_args->max, "Redrive at most N messages (0 = all)")
+      ->check(whole_number(0))
+      ->type_name("N");
   redrive_cmd->add_flag("--dry-run", redrive_args->dry_run, "Show what would be redriven; move nothing");
   redrive_cmd->add_flag("--bypass", redrive_args->bypass,
                         "Mark the replays (bq-replay-bypass header) so handlers skip external side effects");
   redrive_cmd->add_option("--wait", redrive_args->wait_seconds, "How long one receive waits on the DLQ")
-      ->check(CLI::NonNegativeNumber)
+      ->check(seconds_value())
       ->capture_default_str()
       ->type_name("SECONDS");
+  redrive_cmd->add_flag("--json", redrive_args->json,
+                        "One JSON line: {redriven, skipped, items: [{id, urn, redriven, to, note}], error}");
   redrive_cmd->callback([&action, &global, redrive_args] {
     action = [&global, redrive_args] { return run_redrive(global, *redrive_args); };
   });

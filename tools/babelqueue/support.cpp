@@ -2,16 +2,20 @@
 #include "support.hpp"
 
 #include <babelqueue/detail/saturating.hpp>
+#include <babelqueue/json.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url.hpp>
 
 #include <pthread.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
+#include <iostream>
 
 namespace babelqueue::cli {
 
@@ -49,6 +53,18 @@ std::string redact_url(std::string_view url) {
 }
 
 std::unique_ptr<Transport> open_transport_or_report(const GlobalOptions& global) {
+  // An unknown scheme, in the words of a shell user: the library's own
+  // message tells a programmer which library to link.
+  if (auto parsed = Url::parse(global.url)) {
+    const std::vector<std::string> schemes = registered_schemes();
+    if (std::find(schemes.begin(), schemes.end(), parsed->scheme) == schemes.end()) {
+      std::string known;
+      for (const std::string& scheme : schemes) known += (known.empty() ? "" : ", ") + scheme + "://";
+      fail("cannot open " + redact_url(global.url) + ": this babelqueue does not know " + parsed->scheme +
+           ":// URLs (it opens " + known + ")");
+      return nullptr;
+    }
+  }
   auto opened = open_transport(global.url);
   if (opened) return std::move(*opened);
   const std::string shown = redact_url(global.url);
@@ -60,6 +76,27 @@ std::unique_ptr<Transport> open_transport_or_report(const GlobalOptions& global)
   replace_all(message, global.url, shown);
   fail("cannot open " + shown + ": " + message);
   return nullptr;
+}
+
+std::string queue_name(const Transport& transport, const std::string& name) {
+  constexpr std::string_view kFamilySuffix = ".dlq";
+  if (name.size() <= kFamilySuffix.size() || !name.ends_with(kFamilySuffix)) return name;
+  const std::string_view base = std::string_view(name).substr(0, name.size() - kFamilySuffix.size());
+  return transport.dead_letter_queue(base);
+}
+
+Value headers_object(const Headers& headers) {
+  Object object;
+  for (const auto& [name, value] : headers) object.set(sanitize_utf8(name), sanitize_utf8(value));
+  return Value(std::move(object));
+}
+
+int print_json_line(const Value& value) {
+  auto line = to_json(value);
+  if (!line) return fail(line.error().message());
+  std::cout << *line << '\n';
+  std::cout.flush();
+  return kExitOk;
 }
 
 CLI::Validator header_check() {
@@ -149,7 +186,22 @@ Console& Console::instance() {
   return console;
 }
 
-Console::Console() : interactive_(isatty(STDERR_FILENO) == 1) {}
+namespace {
+
+// Standard output and standard error are the same terminal (not merely two
+// terminals): what one prints lands on the other's status line.
+bool stdout_shares_terminal() {
+  if (isatty(STDOUT_FILENO) != 1 || isatty(STDERR_FILENO) != 1) return false;
+  struct stat out {};
+  struct stat err {};
+  if (fstat(STDOUT_FILENO, &out) != 0 || fstat(STDERR_FILENO, &err) != 0) return true;
+  return out.st_rdev == err.st_rdev;
+}
+
+}  // namespace
+
+Console::Console()
+    : stderr_is_terminal_(isatty(STDERR_FILENO) == 1), stdout_shares_terminal_(stdout_shares_terminal()) {}
 
 void Console::erase_locked() {
   if (shown_) write_stderr("\r\033[K");
@@ -157,7 +209,7 @@ void Console::erase_locked() {
 }
 
 void Console::draw_locked() {
-  if (!interactive_ || status_.empty()) return;
+  if (!stderr_is_terminal_ || status_.empty()) return;
   const std::size_t width = terminal_width() - 1;
   write_stderr("\r\033[K" + (status_.size() > width ? status_.substr(0, width) : status_));
   shown_ = true;
@@ -178,7 +230,7 @@ void Console::raw_lines(std::string_view text) {
 }
 
 void Console::status(std::string_view text) {
-  if (!interactive_) return;
+  if (!stderr_is_terminal_) return;
   std::lock_guard lock(mutex_);
   status_ = text;
   draw_locked();
@@ -190,8 +242,8 @@ void Console::clear_status() {
   erase_locked();
 }
 
-Progress::Progress(std::function<std::string()> render) : render_(std::move(render)) {
-  if (!Console::instance().interactive()) return;
+Progress::Progress(StdoutUse use, std::function<std::string()> render) : render_(std::move(render)) {
+  if (!Console::instance().can_show_status(use)) return;
   thread_ = std::thread([this] {
     std::unique_lock lock(mutex_);
     while (!done_) {
@@ -204,7 +256,7 @@ Progress::Progress(std::function<std::string()> render) : render_(std::move(rend
   });
 }
 
-Progress::~Progress() {
+void Progress::finish() {
   if (!thread_.joinable()) return;
   {
     std::lock_guard lock(mutex_);

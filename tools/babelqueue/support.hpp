@@ -6,6 +6,7 @@
 #include "commands.hpp"
 
 #include <babelqueue/transport.hpp>
+#include <babelqueue/value.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -33,6 +34,20 @@ std::unique_ptr<Transport> open_transport_or_report(const GlobalOptions& global)
 // messages; also for text that does not parse as a URL.
 std::string redact_url(std::string_view url);
 
+// The queue a command works on: name as given, except the family's
+// dead-letter name QUEUE.dlq, which becomes the transport's own name for
+// QUEUE's dead-letter queue where that differs (SQS: QUEUE-dlq, as dots are
+// not allowed there). So `stats orders.dlq` works on every broker.
+std::string queue_name(const Transport& transport, const std::string& name);
+
+// The out-of-band headers as a JSON object, names and values made valid
+// UTF-8.
+Value headers_object(const Headers& headers);
+
+// Prints value as one line of JSON on standard output; kExitOk, else
+// (a value JSON cannot hold) prints why and returns kExitFailure.
+int print_json_line(const Value& value);
+
 // A CLI11 check for K=V (K not empty).
 CLI::Validator header_check();
 // Headers from K=V strings already checked by header_check().
@@ -45,21 +60,33 @@ std::chrono::milliseconds seconds(double value);
 // so it can travel in JSON (a dead_letter block's error).
 std::string sanitize_utf8(std::string_view text);
 
+// Whether a command writes to standard output while its status line shows
+// (publish prints ids, drain bodies, work's commands whatever they print),
+// or only once it is done (bench).
+enum class StdoutUse { while_running, at_the_end };
+
 // Standard error shared by log lines, child processes' output and, on a
 // terminal, one status line kept at the bottom and redrawn in place.
 class Console {
  public:
   static Console& instance();
 
-  // True when standard error is a terminal: only then is a status shown.
-  bool interactive() const noexcept { return interactive_; }
+  // True when a status line can be drawn without colliding with anything:
+  // standard error is a terminal and standard output is not that same
+  // terminal, or the command writes nothing there until it is done. Every
+  // other write to standard error goes through this class, which erases the
+  // line first.
+  bool can_show_status(StdoutUse use) const noexcept {
+    return stderr_is_terminal_ && (use == StdoutUse::at_the_end || !stdout_shares_terminal_);
+  }
 
   // Writes text (a whole line, newline added) above the status line.
   void line(std::string_view text);
   // Writes complete lines as they are (each ends with a newline) above the
   // status line.
   void raw_lines(std::string_view text);
-  // Replaces the status line (no-op when not interactive).
+  // Replaces the status line (no-op when standard error is not a terminal;
+  // the caller checked can_show_status()).
   void status(std::string_view text);
   // Removes the status line.
   void clear_status();
@@ -71,15 +98,20 @@ class Console {
   std::mutex mutex_;
   std::string status_;
   bool shown_ = false;
-  bool interactive_ = false;
+  bool stderr_is_terminal_ = false;
+  bool stdout_shares_terminal_ = false;
 };
 
 // While alive, redraws the console's status line with render() every 250 ms
-// (only on a terminal; otherwise it starts no thread). Clears it at the end.
+// when Console::can_show_status(use); otherwise it starts no thread. Clears
+// it at the end.
 class Progress {
  public:
-  explicit Progress(std::function<std::string()> render);
-  ~Progress();
+  Progress(StdoutUse use, std::function<std::string()> render);
+  ~Progress() { finish(); }
+  // Stops redrawing and removes the line (before a command with
+  // StdoutUse::at_the_end prints its result). Idempotent.
+  void finish();
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 

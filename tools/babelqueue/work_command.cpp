@@ -3,6 +3,7 @@
 // BabelQueue consumer.
 #include "child_process.hpp"
 #include "commands.hpp"
+#include "option_checks.hpp"
 #include "support.hpp"
 
 #include <babelqueue/json.hpp>
@@ -115,9 +116,7 @@ std::string summary_line(const std::string& queue, const WorkerMetricsSnapshot& 
 
 // The out-of-band headers as a JSON object ({} when there are none).
 std::string headers_json(const Headers& headers) {
-  Object object;
-  for (const auto& [name, value] : headers) object.set(sanitize_utf8(name), sanitize_utf8(value));
-  auto text = to_json(Value(std::move(object)));
+  auto text = to_json(headers_object(headers));
   return text ? *text : std::string("{}");
 }
 
@@ -179,13 +178,15 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
 
   auto transport = open_transport_or_report(global);
   if (!transport) return kExitFailure;
+  const std::string queue = queue_name(*transport, args.queue);
 
   WorkerOptions options;
-  options.default_queue = args.queue;
+  options.default_queue = queue;
   options.max_attempts = args.max_attempts;
   options.unknown_urn = *unknown_urn_strategy_from_string(args.unknown_urn);
   options.dead_letter = args.dead_letter || !args.dlq.empty();
-  options.dead_letter_queue = args.dlq;
+  // Empty: the transport's name for QUEUE's dead-letter queue.
+  options.dead_letter_queue = args.dlq.empty() ? std::string() : queue_name(*transport, args.dlq);
   options.concurrency = args.concurrency;
   // The worker's own deadline comes after the commands' SIGKILL: a message
   // is never released while its command may still run.
@@ -258,9 +259,9 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
     for (const std::string& urn : args.urns) worker.handle(urn, handler);
   }
 
-  Progress progress([&] {
+  Progress progress(StdoutUse::while_running, [&] {
     const WorkerMetricsSnapshot m = worker.metrics().snapshot();
-    return "work " + args.queue + ": " + std::to_string(m.received) + " received, " + std::to_string(m.succeeded) +
+    return "work " + queue + ": " + std::to_string(m.received) + " received, " + std::to_string(m.succeeded) +
            " succeeded, " + std::to_string(m.failed) + " failed, " + std::to_string(m.retried) + " retried, " +
            std::to_string(m.dead_lettered) + " dead-lettered";
   });
@@ -268,20 +269,20 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
     std::lock_guard lock(worker_mutex);
     running = &worker;
   }
-  auto summary = worker.run({args.queue}, limits);
+  auto summary = worker.run({queue}, limits);
   {
     std::lock_guard lock(worker_mutex);
     running = nullptr;
   }
   const WorkerMetricsSnapshot metrics = worker.metrics().snapshot();
   if (!summary) {
-    Console::instance().line(summary_line(args.queue, metrics, metrics.received, "failed"));
-    return fail("work " + args.queue + ": the worker stopped: " + summary.error().message());
+    Console::instance().line(summary_line(queue, metrics, metrics.received, "failed"));
+    return fail("work " + queue + ": the worker stopped: " + summary.error().message());
   }
   const std::string_view why = summary->reason == RunSummary::Reason::idle           ? "stopped (idle)"
                                : summary->reason == RunSummary::Reason::max_messages ? "stopped (max messages)"
                                                                                      : "stopped";
-  Console::instance().line(summary_line(args.queue, metrics, summary->processed, why));
+  Console::instance().line(summary_line(queue, metrics, summary->processed, why));
   return kExitOk;
 }
 
@@ -298,48 +299,51 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
       ->allow_extra_args(false)
       ->type_name("URN");
   work->add_option("--max-attempts", args->max_attempts, "Deliveries of a failing message before it is given up")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str()
       ->type_name("N");
   work->add_flag("--dead-letter", args->dead_letter, "Send given-up and poison messages to the dead-letter queue");
-  work->add_option("--dlq", args->dlq, "The dead-letter queue (implies --dead-letter; default QUEUE.dlq)")
+  work->add_option("--dlq", args->dlq,
+                   "The dead-letter queue (implies --dead-letter; default: the transport's name for QUEUE's, QUEUE.dlq "
+                   "or on SQS QUEUE-dlq)")
       ->type_name("NAME");
   work->add_option("--unknown-urn", args->unknown_urn, "What happens to a URN not routed by --urn")
       ->check(CLI::IsMember({"fail", "delete", "release", "dead_letter"}))
       ->capture_default_str();
   work->add_option("--concurrency", args->concurrency, "Commands run at once")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str()
       ->type_name("N");
   work->add_option("--max-messages", args->max_messages, "Stop after receiving N messages (0 = no limit)")
+      ->check(whole_number(0))
       ->type_name("N");
   CLI::Option* idle =
       work->add_option("--idle-exit", args->idle_exit,
                        "Stop once nothing arrived for this long and none is in flight (exit 1 with the error when "
                        "the receives of that time failed)")
-          ->check(CLI::NonNegativeNumber)
+          ->check(seconds_value())
           ->type_name("SECONDS");
   CLI::Option* unreachable =
       work->add_option(
               "--unreachable-exit", args->unreachable_exit,
               "Exit 1 with the last error once no receive has succeeded for this long (default: retry for ever)")
-          ->check(CLI::NonNegativeNumber)
+          ->check(seconds_value())
           ->type_name("SECONDS");
   CLI::Option* initial =
       work->add_option("--backoff-initial", args->backoff_initial_ms, "Delay retries: the first retry's delay")
-          ->check(CLI::NonNegativeNumber)
+          ->check(whole_number(0))
           ->type_name("MS");
   CLI::Option* max = work->add_option("--backoff-max", args->backoff_max_ms, "Delay retries: the longest delay")
-                         ->check(CLI::NonNegativeNumber)
+                         ->check(whole_number(0))
                          ->type_name("MS");
   CLI::Option* multiplier =
       work->add_option("--backoff-multiplier", args->backoff_multiplier, "Delay retries: growth per retry")
-          ->check(CLI::Range(1.0, 1000.0))
+          ->check(number_between(1.0, 1000.0))
           ->type_name("X");
   work->add_option("--shutdown-deadline", args->shutdown_deadline,
                    "On SIGTERM/SIGINT, how long running commands may finish before they get SIGTERM and their "
                    "messages are handed back")
-      ->check(CLI::NonNegativeNumber)
+      ->check(seconds_value())
       ->capture_default_str()
       ->type_name("SECONDS");
   work->add_option("--kill-grace", args->kill_grace,
@@ -358,7 +362,7 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
   work->add_option("--claim-lease", args->claim_lease,
                    "With --idempotency: how long an id's in-flight claim lasts unless renewed (a crashed worker's "
                    "messages wait this long)")
-      ->check(CLI::PositiveNumber)
+      ->check(seconds_value(true))
       ->capture_default_str()
       ->type_name("SECONDS");
   work->add_flag("--no-claim", args->no_claim,

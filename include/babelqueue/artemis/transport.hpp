@@ -115,6 +115,9 @@ class Transport final : public babelqueue::Transport {
                                         std::chrono::milliseconds wait) override;
   Result<void> ack(const Delivery& delivery) override;
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
+  /// A receiver link with distribution-mode "copy", which Artemis serves with
+  /// a queue browser: the messages stay, their delivery count unchanged.
+  Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) override;
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
  private:

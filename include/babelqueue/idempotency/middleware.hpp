@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The idempotency middleware (ADR 0022, library babelqueue::idempotency):
+// The idempotency middleware (the family's ADR-0022, library babelqueue::idempotency):
 // a message whose meta.id was handled already is acked without running its
 // handler. Delivery stays at-least-once; the effect becomes once per id.
 //

@@ -2,7 +2,7 @@
 // Store: where the idempotency middleware keeps the ids of handled messages
 // (library babelqueue::idempotency; docs/idempotency.md).
 //
-// The family's contract (ADR 0022) is the seen-set: seen, remember, forget,
+// The family's contract (its ADR-0022) is the seen-set: seen, remember, forget,
 // keyed on meta.id verbatim. A Store here also holds in-flight claims with a
 // lease, which the siblings' helpers lack: while one worker runs a message,
 // a second delivery of the same id (a lease that expired under a long

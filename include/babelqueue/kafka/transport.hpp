@@ -13,6 +13,8 @@
 //   session_timeout=DURATION   consumer group session timeout (default 10s; up to 1h)
 //   commit_interval=DURATION   how often finished offsets are committed (default 100ms; up to 1h)
 //   publish_timeout=DURATION   longest wait for a delivery report (default 30s; up to 24h)
+//   connect_timeout=DURATION   how long open() waits for a broker to answer (default 10s; 0:
+//                              open without contacting one, the first operation finds out)
 //   tls=true                   TLS (security.protocol SSL, or SASL_SSL with a user), also on
 //                              when rdkafka.security.protocol is SSL or SASL_SSL
 //   tls_ca=PATH tls_cert=PATH tls_key=PATH tls_verify=true|false  (tls_options.hpp), as
@@ -85,18 +87,26 @@ class Transport final : public babelqueue::Transport {
     std::chrono::milliseconds session_timeout{std::chrono::seconds(10)};  ///< the consumer group's session timeout
     std::chrono::milliseconds commit_interval{100};                       ///< how often finished offsets are committed
     std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};  ///< longest wait for a delivery report
+    /// How long open() waits for a bootstrap server to answer; it fails sooner
+    /// when librdkafka finds every one of them down (a refused connection).
+    /// Zero: open() contacts no broker.
+    std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
     /// librdkafka properties, applied after the SDK's defaults.
     std::map<std::string, std::string> client_properties;    ///< both clients
     std::map<std::string, std::string> producer_properties;  ///< the producer only
     std::map<std::string, std::string> consumer_properties;  ///< the consumer only
     /// Where librdkafka's own log lines and client errors (a broker down, a
     /// failed SASL handshake) go, instead of librdkafka's print to stderr.
-    /// Called from librdkafka's threads: it must be thread-safe.
+    /// Called from librdkafka's threads: it must be thread-safe. While open()
+    /// waits for a broker, they are held back: a failed open says why in its
+    /// error instead, a successful one passes them on.
     LogSink log = stderr_log_sink();
   };
 
-  /// Connects the producer (the consumer joins its group on the first receive()).
-  /// Errc::invalid_argument for bad options or a librdkafka property it refuses.
+  /// Connects the producer and waits for a broker to answer (connect_timeout;
+  /// the consumer joins its group on the first receive()). Errc::invalid_argument
+  /// for bad options or a librdkafka property it refuses; Errc::connection,
+  /// "cannot reach Kafka at ...", when no bootstrap server answered.
   static Result<std::unique_ptr<Transport>> open(Options options);
 
   /// Options from a kafka:// URL (see the top of this file).
@@ -119,6 +129,11 @@ class Transport final : public babelqueue::Transport {
   /// reserved; reserved = received by this transport and not settled (other
   /// processes' are counted as ready); delayed = the lag on its retry topics.
   Result<QueueStats> stats(std::string_view queue) override;
+  /// The records after the group's committed offsets, read by a consumer that
+  /// never joins the group nor commits; records received by a consumer of
+  /// the group and not committed yet are among them (Kafka cannot tell them
+  /// apart). Partition by partition, each in offset order.
+  Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) override;
   /// Commits what is done, leaves the group, closes both clients.
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 

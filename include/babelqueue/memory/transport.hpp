@@ -75,6 +75,7 @@ class Transport final : public babelqueue::Transport {
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
   Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override;
   Result<QueueStats> stats(std::string_view queue) override;
+  Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) override;
   /// Wakes this transport's blocked receive() calls (they answer
   /// Errc::closed); every later call answers Errc::closed. The broker and its
   /// messages, reserved ones included, stay.

@@ -112,6 +112,10 @@ class Transport final : public babelqueue::Transport {
                                         std::chrono::milliseconds wait) override;
   Result<void> ack(const Delivery& delivery) override;
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
+  /// The subscription's waiting messages, read by a non-durable reader from
+  /// its mark-delete position to the topic's last message (see
+  /// docs/transports/pulsar.md for what that includes).
+  Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) override;
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
  private:

@@ -134,6 +134,8 @@ class Transport final : public babelqueue::Transport {
   /// unreceived; reserved: received through this transport and unsettled;
   /// delayed: messages in the delay buckets of queue this transport used.
   Result<QueueStats> stats(std::string_view queue) override;
+  /// Errc::unsupported: RabbitMQ shows a message only by delivering it.
+  Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) override;
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
   /// Reconnections since open (for tests and monitoring).

@@ -120,6 +120,9 @@ class Transport final : public babelqueue::Transport {
   /// ready: LLEN of the list; reserved: this SDK's leases plus the Go/Python
   /// processing list; delayed: messages waiting for their due time.
   Result<QueueStats> stats(std::string_view queue) override;
+  /// The head of the list (LRANGE), at most 1000 elements; delayed and
+  /// reserved messages are not shown.
+  Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) override;
   /// Interrupts blocked receive() calls (they answer Errc::closed) and closes
   /// every connection. Leased messages come back after their lease.
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The payload schema middleware (ADR 0024, library babelqueue::schema): a
+// The payload schema middleware (the family's ADR-0024, library babelqueue::schema): a
 // message whose URN has a schema is checked on both sides.
 //
 //   worker.use(std::make_shared<babelqueue::schema::Middleware>(provider));

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Provider: the schema of each URN, for the schema middleware. A URN
-// without a schema is never validated (ADR 0024: opt-in).
+// without a schema is never validated (the family's ADR-0024: opt-in).
 //
 //   MapProvider        schemas given in code, built at once
 //   DirectoryProvider  a registry directory as babelqueue-registry lays it

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Schema: a per-URN payload schema in the family's subset of JSON Schema
-// draft-07 (ADR 0024, library babelqueue::schema; docs/schema.md), checked
+// draft-07 (the family's ADR-0024, library babelqueue::schema; docs/schema.md), checked
 // against an envelope's `data`.
 //
 // The subset, exactly as the sibling SDKs read it:

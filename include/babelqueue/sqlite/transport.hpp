@@ -107,6 +107,8 @@ class Transport final : public babelqueue::Transport {
   /// under a live lease; delayed: published or released with a delay that has
   /// not passed.
   Result<QueueStats> stats(std::string_view queue) override;
+  /// The ready rows, oldest first, read without a lease.
+  Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) override;
   /// Wakes blocked receive() calls (they answer Errc::closed), waits up to
   /// deadline for an operation in progress, then closes the connection.
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;

@@ -162,6 +162,8 @@ class Transport final : public babelqueue::Transport {
   std::string dead_letter_queue(std::string_view queue) const override;
   /// Approximate counts (GetQueueAttributes).
   Result<QueueStats> stats(std::string_view queue) override;
+  /// Errc::unsupported: SQS shows a message only by receiving it.
+  Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) override;
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
   /// The URL of a queue by name (resolved, cached, created when asked).
