@@ -17,7 +17,7 @@ export BABELQUEUE_URL="sqlite://$tmp/q.db"
 # A delay of the largest int64 milliseconds: delayed for ever.
 "$bq" publish later urn:a '{}' --delay 9223372036854775807 >/dev/null
 check "--delay at the top: accepted" 0 $?
-check "--delay at the top: delayed" '{"queue":"later","ready":0,"reserved":0,"delayed":1}' "$("$bq" stats later)"
+check "--delay at the top: delayed" '{"queue":"later","ready":0,"reserved":0,"delayed":1}' "$("$bq" stats later --json)"
 
 # A body at the top of the attempts range, failing: dead-lettered once.
 top='{"job":"urn:a","trace_id":"t","data":{},"meta":{"schema_version":1,"id":"m-top","queue":"top"},"attempts":9223372036854775807}'
@@ -30,7 +30,7 @@ chmod +x "$tmp/fail.sh"
 check "work with every duration at its largest: exit 0" 0 $?
 check "the command ran once" "run" "$(cat "$tmp/runs.log")"
 contains "dead-lettered, not retried" "retried 0, dead-lettered 1" "$(cat "$tmp/work.err")"
-check "nothing left in the queue" '{"queue":"top","ready":0,"reserved":0,"delayed":0}' "$("$bq" stats top)"
+check "nothing left in the queue" '{"queue":"top","ready":0,"reserved":0,"delayed":0}' "$("$bq" stats top --json)"
 contains "the dead letter keeps the count" '"attempts":9223372036854775807' "$("$bq" drain top.dlq --wait 0.2)"
 
 finish

@@ -237,7 +237,7 @@ check "SIGSTOP: the paused worker ran only the message it had started" 1 "$(grep
 check "SIGSTOP: the other worker ran all six" 6 "$(grep '^B ' "$tmp/tagged.log" | sort -u | wc -l | tr -d ' ')"
 contains "SIGSTOP: said why" "ended before a handler could start it" "$(cat "$tmp/paused-a.err")"
 check "SIGSTOP: nothing left" '{"queue":"paused","ready":0,"reserved":0,"delayed":0}' \
-  "$(BABELQUEUE_URL="$paused_url" "$bq" stats paused)"
+  "$(BABELQUEUE_URL="$paused_url" "$bq" stats paused --json)"
 
 # ---- no command outlives its worker ----------------------------------------------------------------
 # A command that leaves a background child, and ignores SIGTERM. `running`
@@ -343,7 +343,7 @@ check "--unreachable-exit: exit 1" 1 "$(cat "$tmp/unreachable.status")"
 contains "--unreachable-exit: the last error" "database is locked" "$(tail -n 1 "$tmp/unreachable.err")"
 check "--unreachable-exit: within its bound" yes "$([[ $(cat "$tmp/unreachable.took") -le 6 ]] && echo yes)"
 check "the messages are still there" '{"queue":"idle-failing","ready":1,"reserved":0,"delayed":0}1' \
-  "$(BABELQUEUE_URL="$locked_url" "$bq" stats idle-failing)$(BABELQUEUE_URL="$locked_url" "$bq" stats unreachable | grep -c '"ready":1')"
+  "$(BABELQUEUE_URL="$locked_url" "$bq" stats idle-failing --json)$(BABELQUEUE_URL="$locked_url" "$bq" stats unreachable --json | grep -c '"ready":1')"
 
 # ---- usage errors and failures -------------------------------------------------------------------
 "$bq" work q >/dev/null 2>&1

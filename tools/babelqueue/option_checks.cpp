@@ -16,7 +16,7 @@ namespace {
 bool parse_decimal(const std::string& text, double& value) {
   if (text.empty()) return false;
   const char* end = text.data() + text.size();
-  const auto [stop, error] = std::from_chars(text.data(), end, value, std::chars_format::fixed);
+  const auto [stop, error] = std::from_chars(text.data(), end, value, std::chars_format::general);
   return error == std::errc() && stop == end && std::isfinite(value);
 }
 
