@@ -84,9 +84,11 @@ void Span::set_error(std::string_view message, std::string_view exception_type) 
   data_->events.push_back(std::move(event));
 }
 
-void Span::end() noexcept {
+void Span::end() noexcept { end(now_unix_nano()); }
+
+void Span::end(std::uint64_t end_unix_nano) noexcept {
   if (!data_) return;
-  data_->end_unix_nano = now_unix_nano();
+  data_->end_unix_nano = end_unix_nano;
   std::unique_ptr<SpanData> data = std::move(data_);
   if (sink_) sink_->on_end(std::move(*data));
 }
@@ -116,7 +118,7 @@ Span Tracer::start_span(SpanKind kind, const SpanStart& start) const {
     span.data_->parent_remote = parent->remote;
   }
   span.data_->kind = kind;
-  span.data_->start_unix_nano = now_unix_nano();
+  span.data_->start_unix_nano = start.start_unix_nano != 0 ? start.start_unix_nano : now_unix_nano();
   span.sink_ = options_.sink;
   return span;
 }

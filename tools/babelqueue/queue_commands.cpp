@@ -9,6 +9,12 @@
 #include <babelqueue/redrive.hpp>
 #include <babelqueue/transport.hpp>
 
+#if defined(BQ_CLI_OTEL)
+#include "tracing.hpp"
+
+#include <babelqueue/binding.hpp>
+#endif
+
 #include <atomic>
 #include <iostream>
 #include <memory>
@@ -61,6 +67,34 @@ int run_publish(const GlobalOptions& global, const PublishArgs& args) {
   Progress progress([&] {
     return "publish " + args.queue + ": " + std::to_string(published.load()) + "/" + std::to_string(args.count);
   });
+#if defined(BQ_CLI_OTEL)
+  // Traced: one message at a time through the tracing middleware, so that
+  // each span covers its own send and its traceparent goes with it.
+  Tracing tracing;
+  if (tracing.enabled()) {
+    const PublishStep send = MiddlewareChain({tracing.middleware()}).compose_publish([&](PublishRequest& request) {
+      const auto fields = binding::ContractFields::of(request.envelope);
+      request.options.contract = &fields;
+      auto sent = transport->publish(request.queue, request.envelope.body(), request.options);
+      request.options.contract = nullptr;
+      return sent;
+    });
+    for (std::size_t i = 0; i < args.count; ++i) {
+      auto env = Envelope::make(args.urn, *data, make);
+      if (!env) return fail(env.error().message());
+      PublishRequest request{args.queue, std::move(*env), &*data, options};
+      if (auto r = send(request); !r) {
+        transport->close();
+        return fail("publishing failed after " + std::to_string(i) + " messages: " + r.error().message());
+      }
+      std::cout << request.envelope.id() << '\n';
+      ++published;
+    }
+    std::cout.flush();
+    transport->close();
+    return kExitOk;
+  }
+#endif
   // Made and published a batch at a time, so --count needs little memory.
   std::vector<OutgoingMessage> batch;
   std::vector<std::string> ids;
@@ -189,6 +223,37 @@ struct RedriveArgs {
 
 std::string or_dash(std::string_view text) { return text.empty() ? "-" : std::string(text); }
 
+#if defined(BQ_CLI_OTEL)
+std::uint64_t unix_nanos_now() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+// One PRODUCER span "redrive <urn>" per message moved, in the message's own
+// trace (its trace_id's, under the family's synthetic parent), spanning the
+// redrive run that moved it.
+void record_redrive_spans(const otel::Tracer& tracer, const std::string& dlq, const RedriveResult& result,
+                          std::uint64_t started, std::uint64_t ended) {
+  for (const RedriveItem& item : result.items) {
+    if (!item.redriven || item.trace_id.empty()) continue;
+    otel::SpanStart start;
+    start.parent = otel::synthetic_parent(item.trace_id);
+    start.start_unix_nano = started;
+    otel::Span span = tracer.start_span("redrive " + item.urn, otel::SpanKind::producer, start);
+    span.set_attribute("messaging.system", std::string("babelqueue"));
+    span.set_attribute("messaging.operation", std::string("publish"));
+    span.set_attribute("messaging.destination.name", item.to);
+    span.set_attribute("messaging.message.id", item.message_id);
+    span.set_attribute("messaging.message.conversation_id", item.trace_id);
+    span.set_attribute("messaging.babelqueue.redriven_from", dlq);
+    span.set_attribute("messaging.babelqueue.dead_letter_reason", item.reason);
+    span.set_attribute("messaging.babelqueue.replay", item.bypassed);
+    span.end(ended);
+  }
+}
+#endif
+
 int run_redrive(const GlobalOptions& global, const RedriveArgs& args) {
   auto transport = open_transport_or_report(global);
   if (!transport) return kExitFailure;
@@ -198,9 +263,16 @@ int run_redrive(const GlobalOptions& global, const RedriveArgs& args) {
   options.dry_run = args.dry_run;
   options.bypass = args.bypass;
   options.wait = seconds(args.wait_seconds);
+#if defined(BQ_CLI_OTEL)
+  Tracing tracing;
+  const std::uint64_t started = unix_nanos_now();
+#endif
   auto result = redrive(*transport, args.dlq, options);
   transport->close();
   if (!result) return fail("redrive of " + args.dlq + " failed: " + result.error().message());
+#if defined(BQ_CLI_OTEL)
+  if (tracing.enabled()) record_redrive_spans(*tracing.tracer(), args.dlq, *result, started, unix_nanos_now());
+#endif
   for (const RedriveItem& item : result->items) {
     if (item.redriven) {
       std::cout << "redriven " << or_dash(item.message_id) << ' ' << or_dash(item.urn) << " -> " << item.to;

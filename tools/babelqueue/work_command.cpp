@@ -12,6 +12,9 @@
 #include <babelqueue/idempotency/middleware.hpp>
 #include <babelqueue/idempotency/store_registry.hpp>
 #endif
+#if defined(BQ_CLI_OTEL)
+#include "tracing.hpp"
+#endif
 
 #include <algorithm>
 #include <csignal>
@@ -49,8 +52,8 @@ struct WorkArgs {
 };
 
 // The variables the command gets on top of the worker's own environment.
-constexpr const char* kMessageVariables[] = {"BQ_URN",      "BQ_TRACE_ID", "BQ_MESSAGE_ID",
-                                             "BQ_ATTEMPTS", "BQ_QUEUE",    "BQ_HEADERS"};
+constexpr const char* kMessageVariables[] = {"BQ_URN",   "BQ_TRACE_ID", "BQ_MESSAGE_ID", "BQ_ATTEMPTS",
+                                             "BQ_QUEUE", "BQ_HEADERS",  "TRACEPARENT",   "TRACESTATE"};
 
 std::vector<std::string> inherited_environment() {
   std::vector<std::string> out;
@@ -166,6 +169,11 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
     options.poll_timeout = std::clamp(*limits.idle_exit / 2, std::chrono::milliseconds(50), options.poll_timeout);
   }
   options.log = console_log_sink();
+#if defined(BQ_CLI_OTEL)
+  // First, so that its span covers the rest (docs/adr/0018).
+  Tracing tracing;
+  if (tracing.enabled()) options.middleware.push_back(tracing.middleware());
+#endif
 #if defined(BQ_CLI_IDEMPOTENCY)
   if (!args.idempotency.empty()) {
     auto store = idempotency::open_store(args.idempotency);
@@ -193,6 +201,14 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
     spec.environment.push_back("BQ_ATTEMPTS=" + std::to_string(message.attempts()));
     spec.environment.push_back("BQ_QUEUE=" + std::string(message.queue()));
     spec.environment.push_back("BQ_HEADERS=" + headers_json(message.headers()));
+#if defined(BQ_CLI_OTEL)
+    // The consumer span, for a command that traces too (the W3C names for
+    // trace context in the environment).
+    if (const auto span = otel::current_span_context()) {
+      spec.environment.push_back("TRACEPARENT=" + otel::format_traceparent(*span));
+      if (!span->trace_state.empty()) spec.environment.push_back("TRACESTATE=" + span->trace_state);
+    }
+#endif
     spec.input = message.envelope().body();
     auto outcome = run_child(spec);
     if (!outcome) return unexpected(outcome.error());

@@ -17,6 +17,7 @@
 #include <babelqueue/otel/span_data.hpp>
 #include <babelqueue/otel/span_sink.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,9 @@ struct SpanStart {
   std::optional<SpanContext> parent;
   // A root span's trace id; empty for a random one. Ignored with a parent.
   std::optional<TraceId> trace_id;
+  // When it started (Unix nanoseconds), for a span recorded after the fact;
+  // 0 = now.
+  std::uint64_t start_unix_nano = 0;
 };
 
 class Span {
@@ -66,9 +70,10 @@ class Span {
   // Status error with message, and the "exception" event
   // (exception.message, exception.type when given) OpenTelemetry records.
   void set_error(std::string_view message, std::string_view exception_type = {});
-  // Records the end time and hands the span to the sink. Once; later calls
-  // do nothing.
+  // Records the end time (now, or the given Unix nanoseconds) and hands the
+  // span to the sink. Once; later calls do nothing.
   void end() noexcept;
+  void end(std::uint64_t end_unix_nano) noexcept;
 
  private:
   friend class Tracer;
