@@ -15,6 +15,10 @@
 #if defined(BQ_CLI_OTEL)
 #include "tracing.hpp"
 #endif
+#if defined(BQ_CLI_METRICS)
+#include <babelqueue/metrics/middleware.hpp>
+#include <babelqueue/metrics/server.hpp>
+#endif
 
 #include <algorithm>
 #include <csignal>
@@ -46,6 +50,8 @@ struct WorkArgs {
   std::string idempotency;
   bool no_claim = false;
   double claim_lease = 30;
+  // --metrics: where /metrics is served (empty = not served).
+  std::string metrics;
   // Whether the optional ones were given.
   bool idle_exit_given = false;
   bool backoff_given = false;
@@ -174,6 +180,21 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
   Tracing tracing;
   if (tracing.enabled()) options.middleware.push_back(tracing.middleware());
 #endif
+#if defined(BQ_CLI_METRICS)
+  std::unique_ptr<metrics::MetricsServer> metrics_server;
+  if (!args.metrics.empty()) {
+    auto counting = std::make_shared<metrics::Middleware>();
+    try {
+      metrics_server = std::make_unique<metrics::MetricsServer>(args.metrics, counting->registry());
+    } catch (const Error& e) {
+      return fail("work: " + std::string(e.what()));
+    }
+    const std::string host = args.metrics.substr(0, args.metrics.rfind(':'));
+    Console::instance().line("babelqueue: metrics on http://" + host + ":" + std::to_string(metrics_server->port()) +
+                             "/metrics");
+    options.middleware.push_back(std::move(counting));
+  }
+#endif
 #if defined(BQ_CLI_IDEMPOTENCY)
   if (!args.idempotency.empty()) {
     auto store = idempotency::open_store(args.idempotency);
@@ -301,6 +322,12 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
       work->add_option("--backoff-multiplier", args->backoff_multiplier, "Delay retries: growth per retry")
           ->check(CLI::Range(1.0, 1000.0))
           ->type_name("X");
+#if defined(BQ_CLI_METRICS)
+  work->add_option("--metrics", args->metrics,
+                   "Serve Prometheus metrics on http://ADDRESS/metrics while working (e.g. 127.0.0.1:9464; port 0 "
+                   "takes a free one, printed at start)")
+      ->type_name("ADDRESS");
+#endif
   work->add_option("--shutdown-deadline", args->shutdown_deadline,
                    "On SIGTERM/SIGINT, how long running commands may finish before their messages are released")
       ->check(CLI::NonNegativeNumber)
