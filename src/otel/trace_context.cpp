@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <memory>
 
 namespace babelqueue::otel {
 
@@ -28,12 +29,24 @@ std::string to_hex(const std::array<std::uint8_t, N>& bytes) {
   return out;
 }
 
-// -1 for anything but a hex digit; upper case only where allowed.
+// The value of each hex digit, -1 for anything else; upper case (-2 - value
+// - 1 marks it) only where allowed. A table: a traceparent is read for every
+// message a traced worker takes.
+constexpr std::array<std::int8_t, 256> kHexValues = [] {
+  std::array<std::int8_t, 256> t{};
+  t.fill(-1);
+  for (int i = 0; i < 10; ++i) t[static_cast<std::size_t>('0' + i)] = static_cast<std::int8_t>(i);
+  for (int i = 0; i < 6; ++i) {
+    t[static_cast<std::size_t>('a' + i)] = static_cast<std::int8_t>(10 + i);
+    t[static_cast<std::size_t>('A' + i)] = static_cast<std::int8_t>(-2 - (10 + i));
+  }
+  return t;
+}();
+
 int hex_value(char c, bool upper_ok) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (upper_ok && c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
+  const int v = kHexValues[static_cast<unsigned char>(c)];
+  if (v >= -1) return v;
+  return upper_ok ? -2 - v : -1;
 }
 
 template <std::size_t N>
@@ -48,14 +61,22 @@ bool parse_hex(std::string_view text, std::array<std::uint8_t, N>& out, bool upp
   return true;
 }
 
+// SHA-256 fetched once: looking the algorithm up costs more than hashing a
+// trace_id.
+const EVP_MD* sha256_algorithm() {
+  static const EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md;
+}
+
 std::array<std::uint8_t, 32> sha256(std::string_view a, std::string_view b = {}) {
   std::array<std::uint8_t, 32> digest{};
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  // Each thread keeps its context: a new one is an allocation per message.
+  thread_local const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
   unsigned int size = 0;
-  const bool ok = ctx != nullptr && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1 &&
-                  EVP_DigestUpdate(ctx, a.data(), a.size()) == 1 && EVP_DigestUpdate(ctx, b.data(), b.size()) == 1 &&
-                  EVP_DigestFinal_ex(ctx, digest.data(), &size) == 1;
-  EVP_MD_CTX_free(ctx);
+  const bool ok =
+      ctx && sha256_algorithm() != nullptr && EVP_DigestInit_ex(ctx.get(), sha256_algorithm(), nullptr) == 1 &&
+      EVP_DigestUpdate(ctx.get(), a.data(), a.size()) == 1 && EVP_DigestUpdate(ctx.get(), b.data(), b.size()) == 1 &&
+      EVP_DigestFinal_ex(ctx.get(), digest.data(), &size) == 1;
   if (!ok) throw std::bad_alloc();  // OpenSSL fails here only when out of memory
   return digest;
 }
@@ -73,12 +94,22 @@ std::string SpanId::hex() const { return to_hex(bytes); }
 
 TraceId trace_id_of(std::string_view trace_id) {
   TraceId id;
-  std::string stripped;
-  stripped.reserve(trace_id.size());
+  // The hex digits without the dashes, read in place (no copy): a UUID has
+  // exactly 32 of them.
+  char digits[32];
+  std::size_t n = 0;
+  bool uuid = true;
   for (char c : trace_id) {
-    if (c != '-') stripped.push_back(c);
+    if (c == '-') continue;
+    if (n == sizeof digits) {
+      uuid = false;
+      break;
+    }
+    digits[n++] = c;
   }
-  if (parse_hex(stripped, id.bytes, /*upper_ok=*/true) && id.valid()) return id;
+  if (uuid && n == sizeof digits && parse_hex(std::string_view(digits, n), id.bytes, /*upper_ok=*/true) && id.valid()) {
+    return id;
+  }
   const auto digest = sha256(trace_id);
   std::memcpy(id.bytes.data(), digest.data(), id.bytes.size());
   // All zero after hashing: practically never; the family then uses 1.
