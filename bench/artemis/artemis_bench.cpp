@@ -506,7 +506,11 @@ int main(int argc, char** argv) {
   if (!envelope) die("cannot make the envelope: " + envelope.error().message());
   const std::string body(envelope->body());
   const proton::message raw = raw_message(*envelope);
-  if (raw.encode() != bq::artemis::make_message(body, {}, std::nullopt).encode()) {
+  bq::artemis::MessageEncoder encoder;
+  bq::amqp10::EncodedMessages sdk_bytes;
+  if (auto encoded = encoder.append(body, {}, std::nullopt, sdk_bytes); !encoded) die(encoded.error().message());
+  const std::vector<char> raw_bytes = raw.encode();
+  if (std::string_view(raw_bytes.data(), raw_bytes.size()) != sdk_bytes[0]) {
     die("the raw loop's message differs from the SDK's: the comparison would not be like with like");
   }
   const std::string run = bq::uuid_v4().substr(0, 8);
