@@ -236,7 +236,7 @@ class Client::Impl final : public proton::messaging_handler {
       std::lock_guard lock(mutex_);
       for (auto& in : used) {
         if (spare_.size() == spare_.capacity()) break;  // never reallocates (see receive())
-        spare_.push_back(std::move(in.message));
+        if (!in.read) spare_.push_back(std::move(in.message));
       }
     }
     used.clear();
@@ -375,7 +375,15 @@ class Client::Impl final : public proton::messaging_handler {
       return;
     }
     Incoming incoming;
-    incoming.tag = d.tag();
+    if (options_.reader) {
+      // Read here, from the message proton reuses for every delivery.
+      try {
+        incoming.read = options_.reader(it->second->address, m);
+      } catch (...) {
+        incoming.read.reset();  // handed over instead (see MessageReader)
+      }
+    }
+    if (!incoming.read) incoming.tag = d.tag();
     // Deliveries of the same read still queued behind this one are buffered
     // next, before proton writes or waits: receive() is woken once, after the
     // last of them, instead of once per message (a wake per message cost a
@@ -386,11 +394,13 @@ class Client::Impl final : public proton::messaging_handler {
     std::lock_guard lock(mutex_);
     // The message proton decoded is handed over as it is: swapped with a
     // recycled one, which proton decodes the next delivery into.
-    if (!spare_.empty()) {
-      incoming.message = std::move(spare_.back());
-      spare_.pop_back();
+    if (!incoming.read) {
+      if (!spare_.empty()) {
+        incoming.message = std::move(spare_.back());
+        spare_.pop_back();
+      }
+      swap(incoming.message, m);
     }
-    swap(incoming.message, m);
     const std::uint32_t index = take_slot_locked();
     Slot& slot = slots_[index];
     slot.delivery = d;
@@ -552,7 +562,7 @@ class Client::Impl final : public proton::messaging_handler {
       }
       for (auto& [address, in] : inbound_) {
         for (auto& m : in->buffer) {
-          if (spare_.size() < spare_.capacity()) spare_.push_back(std::move(m.message));
+          if (!m.read && spare_.size() < spare_.capacity()) spare_.push_back(std::move(m.message));
         }
         in->buffer.clear();
         in->taken = 0;

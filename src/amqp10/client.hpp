@@ -60,15 +60,18 @@ namespace babelqueue::amqp10 {
 // A message received and not yet settled.
 struct Incoming {
   std::uint64_t id = 0;  // its key in the delivery table, for settle()
-  // The message as proton decoded it off the wire: the client swaps it out
-  // of proton's per-connection message and puts a used one back, so nothing
-  // is copied or encoded again. Give the Incoming back with
-  // Client::recycle() when done with it: its message's storage then serves
-  // a later delivery (a fresh proton::message costs some twenty
+  // With a ConnectionOptions::reader: what it read from the message (and
+  // message and tag stay empty).
+  std::unique_ptr<Read> read;
+  // Without a reader: the message as proton decoded it off the wire. The
+  // client swaps it out of proton's per-connection message and puts a used
+  // one back, so nothing is copied or encoded again. Give the Incoming back
+  // with Client::recycle() when done with it: its message's storage then
+  // serves a later delivery (a fresh proton::message costs some twenty
   // allocations). Read its maps through their value() (a decoder), not
   // through the map interface, which copies the map into a std::map first.
   proton::message message;
-  proton::binary tag;  // the delivery tag (Service Bus: the lock token)
+  proton::binary tag;  // without a reader: the delivery tag (Service Bus: the lock token)
 };
 
 // Messages encoded for the wire (AMQP 1.0 message sections), back to back.

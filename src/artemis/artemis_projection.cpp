@@ -292,4 +292,10 @@ Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::mes
   return d;
 }
 
+std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, const proton::message& message) {
+  auto read = std::make_unique<DeliveryRead>();
+  read->delivery = to_delivery(queue, 0, message);
+  return read;
+}
+
 }  // namespace babelqueue::artemis

@@ -11,6 +11,7 @@
 #include <babelqueue/transport.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <proton/message.hpp>
 #include <string>
@@ -66,5 +67,12 @@ proton::message make_message(std::string_view body, const PublishOptions& option
 // A received message as the runtime sees it: body bytes, out-of-band
 // headers, the bq_schema_version gate, delivery-count and group-id.
 Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::message& message);
+
+// The transport's amqp10::MessageReader: to_delivery() on the connection's
+// thread, the token's id left for the receiver to fill in.
+struct DeliveryRead final : amqp10::Read {
+  Delivery delivery;
+};
+std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, const proton::message& message);
 
 }  // namespace babelqueue::artemis

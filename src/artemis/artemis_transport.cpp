@@ -57,6 +57,7 @@ Result<std::unique_ptr<Transport>> Transport::open(Options options) {
   // Anycast: without it an address created on first attach is multicast and
   // a message sent before any receiver exists is dropped.
   c.terminus_capabilities = {"queue"};
+  c.reader = read_delivery;
   c.log = options.log;
   auto client = amqp10::Client::connect(std::move(c));
   if (!client) {
@@ -114,6 +115,10 @@ Capabilities Transport::capabilities() const {
   caps.redelivers_unsettled = true;
   caps.extendable_lease = false;  // no lock timeout: a held message stays held
   caps.batch_publish = true;
+  // ack_batch() is one hand-over to the connection's thread, but an ack is
+  // no round trip here (nothing waits for the broker): a Worker gathering
+  // acks for it (copies, a flusher thread) spent more than it saved.
+  caps.batch_ack = false;
   caps.ordering_key = true;               // AMQP group-id: Artemis message groups
   caps.deduplication = true;              // _AMQ_DUPL_ID, Artemis's duplicate detection
   caps.broker_dead_letter_policy = true;  // its dead-letter address after max-delivery-attempts
@@ -213,7 +218,14 @@ Result<std::vector<Delivery>> Transport::receive(std::string_view queue, std::si
   if (!incoming) return unexpected(incoming.error());
   std::vector<Delivery> out;
   out.reserve(incoming->size());
-  for (auto& in : *incoming) out.push_back(to_delivery(queue, in.id, in.message));
+  for (auto& in : *incoming) {
+    if (in.read) {
+      out.push_back(std::move(static_cast<DeliveryRead&>(*in.read).delivery));
+      out.back().token.id = in.id;
+    } else {
+      out.push_back(to_delivery(queue, in.id, in.message));  // the reader threw: read here
+    }
+  }
   state_->client->recycle(*incoming);
   return out;
 }
