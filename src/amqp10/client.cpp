@@ -35,7 +35,6 @@
 #include <proton/work_queue.hpp>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 namespace babelqueue::amqp10 {
@@ -220,14 +219,13 @@ class Client::Impl final : public proton::messaging_handler {
       out.push_back(std::move(in->buffer.front()));
       in->buffer.pop_front();
     }
-    // The container's thread tops the credit up once half the window was
-    // taken (top_up()), not at every receive: a wake-up of that thread per
-    // receive() cost more than the frame it sent.
+    // The container's thread tops the credit up each time it drains (for
+    // settlements, sends, ...), and is woken for it only once a quarter of
+    // the window was taken: a wake-up of that thread per receive() cost
+    // more than the frame it sent, and a window left to run dry stalls the
+    // broker.
     in->taken += n;
-    if (n > 0 && in->taken >= top_up_threshold()) {
-      topups_.insert(in->address);
-      post_drain_locked();
-    }
+    if (n > 0 && in->taken >= top_up_threshold()) post_drain_locked();
     return out;
   }
 
@@ -600,7 +598,6 @@ class Client::Impl final : public proton::messaging_handler {
   void drain() {
     std::vector<std::shared_ptr<SendOp>> sends;
     std::vector<std::shared_ptr<Inbound>> opens;
-    std::unordered_set<std::string> topups;
     bool open = false;
     {
       std::lock_guard lock(mutex_);
@@ -608,28 +605,22 @@ class Client::Impl final : public proton::messaging_handler {
       open = state_ == State::open && connection_;
       if (!sends_.empty()) sends.swap(sends_);
       applying_.swap(settlements_);  // both keep their capacity: no allocation per drain
+      topups_.clear();
       if (open) {
         if (!opens_.empty()) opens.swap(opens_);
-        if (!topups_.empty()) topups.swap(topups_);
+        for (const auto& [address, in] : inbound_) {
+          if (in->taken > 0) topups_.push_back(in);
+        }
       }
     }
     apply_settlements();
     for (auto& op : sends) senders_[op->address].pending.push_back(std::move(op));
     if (!open) return;
     for (auto& in : opens) open_receiver(in);
-    for (const auto& address : topups) {
-      auto it = inbound_by_address(address);
-      if (it) top_up(it);
-    }
+    for (const auto& in : topups_) top_up(*in);
     for (auto& [address, state] : senders_) {
       if (!state.pending.empty()) pump(address);
     }
-  }
-
-  std::shared_ptr<Inbound> inbound_by_address(const std::string& address) {
-    std::lock_guard lock(mutex_);
-    auto it = inbound_.find(address);
-    return it == inbound_.end() ? nullptr : it->second;
   }
 
   // ---- the delivery table ----
@@ -725,19 +716,18 @@ class Client::Impl final : public proton::messaging_handler {
     in->taken = 0;
   }
 
-  // Gives the broker credit for what receive() took out of the buffer, once
-  // that is half the window (receive() asks only then).
-  std::size_t top_up_threshold() const { return std::max<std::size_t>(1, options_.credit_window / 2); }
+  // How much of the window receive() takes before it wakes the container's
+  // thread for a top-up.
+  std::size_t top_up_threshold() const { return std::max<std::size_t>(1, options_.credit_window / 4); }
 
-  void top_up(const std::shared_ptr<Inbound>& in) {
-    if (!in->link || !in->link.active()) return;
+  // Gives the broker credit for what receive() took out of the buffer.
+  void top_up(Inbound& in) {
+    if (!in.link || !in.link.active()) return;
     std::lock_guard lock(mutex_);
     const std::int64_t window = options_.credit_window;
-    const std::int64_t want = window - in->link.credit() - static_cast<std::int64_t>(in->buffer.size());
-    if (want > 0 && want >= static_cast<std::int64_t>(top_up_threshold())) {
-      in->link.add_credit(static_cast<std::uint32_t>(want));
-      in->taken = 0;
-    }
+    const std::int64_t want = window - in.link.credit() - static_cast<std::int64_t>(in.buffer.size());
+    if (want > 0) in.link.add_credit(static_cast<std::uint32_t>(want));
+    in.taken = 0;
   }
 
   void receiver_failed(proton::receiver& r, const proton::error_condition& condition) {
@@ -924,7 +914,6 @@ class Client::Impl final : public proton::messaging_handler {
   std::map<std::string, std::shared_ptr<Inbound>, std::less<>> inbound_;
   std::vector<std::shared_ptr<SendOp>> sends_;
   std::vector<std::shared_ptr<Inbound>> opens_;
-  std::unordered_set<std::string> topups_;
   std::vector<std::pair<std::uint64_t, Outcome>> settlements_;
   std::unordered_map<pn_delivery_t*, std::shared_ptr<SendOp>> in_flight_;
   // Messages received and handed out, for proton to decode later deliveries
@@ -960,6 +949,7 @@ class Client::Impl final : public proton::messaging_handler {
   std::map<proton::receiver, std::shared_ptr<Inbound>> receivers_;
   std::vector<std::pair<std::uint64_t, Outcome>> applying_;  // apply_settlements()'s batch
   std::vector<std::uint32_t> applied_;
+  std::vector<std::shared_ptr<Inbound>> topups_;  // drain()'s: receivers with credit to give back
 };
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
