@@ -22,7 +22,8 @@
 //   - receive(): one receiver link per address, opened on first use, with a
 //     credit window the client tops up as receive() takes messages out of
 //     its buffer, so the buffer never holds more than the window. A message
-//     is handed over as proton decoded it, without a copy (see Incoming).
+//     is read by the ConnectionOptions::reader on the connection's thread,
+//     or handed over as proton decoded it, without a copy (see Incoming).
 //   - settle(): each message received is held in a delivery table under an
 //     id until it is settled, from any thread. An id that is unknown —
 //     settled already, or its connection dropped (the broker redelivers it)
