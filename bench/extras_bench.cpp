@@ -8,10 +8,15 @@
 // time is the common part and the difference is the middleware's.
 //
 // The Redis store runs when BQ_BENCH_REDIS_URL names a server.
+//
+// Tracing (unsampled and sampled, with and without a traceparent header) and
+// metrics are measured the same way (docs/benchmarks.md, "Observability").
 #include <babelqueue/babelqueue.hpp>
 #include <babelqueue/idempotency/memory_store.hpp>
 #include <babelqueue/idempotency/middleware.hpp>
 #include <babelqueue/idempotency/store_registry.hpp>
+#include <babelqueue/metrics/middleware.hpp>
+#include <babelqueue/otel/middleware.hpp>
 #include <babelqueue/redis/idempotency_store.hpp>
 #include <babelqueue/schema/middleware.hpp>
 #include <babelqueue/sqlite/idempotency_store.hpp>
@@ -37,12 +42,11 @@ const bq::Value& order() {
 
 // One message through handler: a fresh envelope each time.
 template <class Handle>
-void run_messages(benchmark::State& state, Handle&& handle) {
+void run_messages(benchmark::State& state, Handle&& handle, const bq::Headers& headers = {}) {
   bq::MakeOptions make;
   make.queue = "orders";
   make.trace_id = "7b3f9c2a-e41d-4f88-9b2a-1c0d5e6f7a8b";
   make.created_at = 1749132727000;
-  const bq::Headers headers;
   std::uint64_t n = 0;
   const std::string run = bq::uuid_v4().substr(0, 8);
   for (auto _ : state) {
@@ -126,6 +130,85 @@ void BM_IdempotencyRedis(benchmark::State& state) {
   idempotency_run(state, std::shared_ptr<bq::idempotency::Store>(std::move(*opened)));
 }
 BENCHMARK(BM_IdempotencyRedis)->Arg(0)->Arg(1);
+
+// ---- observability -----------------------------------------------------------------------
+
+// Records nothing: a sampled span's cost without an export.
+class DiscardingSink final : public bq::otel::SpanSink {
+ public:
+  void on_end(bq::otel::SpanData&& span) noexcept override { benchmark::DoNotOptimize(span.name.data()); }
+};
+
+std::shared_ptr<bq::otel::Tracer> tracer(bq::otel::Sampler sampler) {
+  bq::otel::TracerOptions o;
+  o.sampler = sampler;
+  o.sink = std::make_shared<DiscardingSink>();
+  return std::make_shared<bq::otel::Tracer>(o);
+}
+
+const bq::Headers& traceparent() {
+  static const bq::Headers h{{"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}};
+  return h;
+}
+
+// range(0): 1 = the delivery carries a traceparent, 0 = the synthetic parent
+// from the trace_id (SHA-256).
+void tracing_run(benchmark::State& state, bq::otel::Sampler sampler, bq::Middleware* inner) {
+  bq::otel::Middleware middleware(tracer(sampler));
+  const bool header = state.range(0) == 1;
+  run_messages(
+      state,
+      [&](const bq::Message& m) {
+        return middleware.handle(
+            m, [&](const bq::Message& n) { return inner ? inner->handle(n, handler()) : handler()(n); });
+      },
+      header ? traceparent() : bq::Headers{});
+  state.SetLabel(header ? "traceparent" : "no header");
+}
+
+void BM_TracingUnsampled(benchmark::State& state) { tracing_run(state, bq::otel::Sampler::always_off(), nullptr); }
+BENCHMARK(BM_TracingUnsampled)->Arg(1)->Arg(0);
+
+void BM_TracingSampled(benchmark::State& state) { tracing_run(state, bq::otel::Sampler::always_on(), nullptr); }
+BENCHMARK(BM_TracingSampled)->Arg(1)->Arg(0);
+
+// What a delivery costs the metrics middleware: handle() (two clock reads,
+// two histograms) and the five events a handled message raises.
+void metrics_message(bq::metrics::Middleware& metrics, const bq::Message& m) {
+  metrics.on_event(bq::WorkerEvent{bq::WorkerEventKind::received, "orders"});
+  metrics.on_event(bq::WorkerEvent{bq::WorkerEventKind::started, "orders"});
+  metrics.on_event(bq::WorkerEvent{bq::WorkerEventKind::decoded, "orders", m.urn(), &m.envelope()});
+}
+void metrics_done(bq::metrics::Middleware& metrics, const bq::Message& m) {
+  metrics.on_event(bq::WorkerEvent{bq::WorkerEventKind::handled, "orders", m.urn(), &m.envelope()});
+  metrics.on_event(bq::WorkerEvent{bq::WorkerEventKind::finished, "orders"});
+}
+
+void BM_Metrics(benchmark::State& state) {
+  bq::metrics::Middleware metrics;
+  run_messages(state, [&](const bq::Message& m) {
+    metrics_message(metrics, m);
+    auto r = metrics.handle(m, handler());
+    metrics_done(metrics, m);
+    return r;
+  });
+}
+BENCHMARK(BM_Metrics);
+
+void BM_TracingUnsampledAndMetrics(benchmark::State& state) {
+  bq::metrics::Middleware metrics;
+  bq::otel::Middleware tracing(tracer(bq::otel::Sampler::always_off()));
+  run_messages(
+      state,
+      [&](const bq::Message& m) {
+        metrics_message(metrics, m);
+        auto r = tracing.handle(m, [&](const bq::Message& n) { return metrics.handle(n, handler()); });
+        metrics_done(metrics, m);
+        return r;
+      },
+      traceparent());
+}
+BENCHMARK(BM_TracingUnsampledAndMetrics);
 
 }  // namespace
 

@@ -48,6 +48,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <memory>
@@ -97,6 +98,26 @@ struct Config {
 }
 
 double rate(int messages, Clock::duration elapsed) { return messages / std::chrono::duration<double>(elapsed).count(); }
+
+// The CPU time of this process (all its threads: the SDK's or the raw
+// loop's, proton's I/O included), in ns. A figure that a busy machine does
+// not move much, where msg/s swings with what else runs.
+std::int64_t cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+// One measurement: msg/s, and the client's CPU per message (µs) over the
+// same interval.
+struct Measured {
+  double rate = 0;
+  double cpu_us = 0;
+};
+
+Measured measured(int messages, Clock::duration elapsed, std::int64_t cpu_used_ns) {
+  return {rate(messages, elapsed), static_cast<double>(cpu_used_ns) / 1000.0 / messages};
+}
 
 // Where the raw loops connect: the transport's own options, as plain proton.
 struct Endpoint {
@@ -152,12 +173,12 @@ class RawPublisher final : public proton::messaging_handler {
   RawPublisher(const Endpoint& endpoint, std::string address, proton::message message, int total, int batch)
       : endpoint_(endpoint), address_(std::move(address)), message_(std::move(message)), total_(total), batch_(batch) {}
 
-  double run() {
+  Measured run() {
     proton::container(*this).run();
     if (accepted_ != total_)
       die("raw publish: " + std::to_string(accepted_) + " of " + std::to_string(total_) + " accepted (" + failure_ +
           ")");
-    return rate(total_, elapsed_);
+    return measured(total_, elapsed_, cpu_used_);
   }
 
   void on_container_start(proton::container& c) override { c.connect(endpoint_.url, endpoint_.options()); }
@@ -170,6 +191,7 @@ class RawPublisher final : public proton::messaging_handler {
     if (!started_) {
       started_ = true;
       start_ = Clock::now();
+      cpu_start_ = cpu_ns();
     }
     pump(s);
   }
@@ -178,6 +200,7 @@ class RawPublisher final : public proton::messaging_handler {
     if (++accepted_ < batch_end_) return;
     if (accepted_ == total_) {
       elapsed_ = Clock::now() - start_;
+      cpu_used_ = cpu_ns() - cpu_start_;
       t.connection().close();
       return;
     }
@@ -215,6 +238,8 @@ class RawPublisher final : public proton::messaging_handler {
   bool started_ = false;
   Clock::time_point start_;
   Clock::duration elapsed_{};
+  std::int64_t cpu_start_ = 0;
+  std::int64_t cpu_used_ = 0;
   std::string failure_ = "connection closed early";
 };
 
@@ -231,7 +256,7 @@ class RawConsumers {
     for (int i = 0; i < links; ++i) receivers_.push_back(std::make_unique<Receiver>(*this));
   }
 
-  double run() {
+  Measured run() {
     proton::container container;
     for (auto& r : receivers_) {
       proton::connection_options o = endpoint_.options();
@@ -242,7 +267,9 @@ class RawConsumers {
     if (consumed_.load() != total_) {
       die("raw consume: " + std::to_string(consumed_.load()) + " of " + std::to_string(total_) + " messages");
     }
-    return rate(total_, Clock::time_point(Clock::duration(end_.load())) - Clock::time_point(Clock::duration(start_)));
+    return measured(total_,
+                    Clock::time_point(Clock::duration(end_.load())) - Clock::time_point(Clock::duration(start_)),
+                    cpu_end_.load() - cpu_start_);
   }
 
  private:
@@ -286,11 +313,13 @@ class RawConsumers {
 
   void go() {
     start_ = Clock::now().time_since_epoch().count();
+    cpu_start_ = cpu_ns();
     for (auto& r : receivers_) r->work_.load()->add([r = r.get()] { r->attach(); });
   }
 
   void done() {
     end_.store(Clock::now().time_since_epoch().count());
+    cpu_end_.store(cpu_ns());
     for (auto& r : receivers_) r->work_.load()->add([r = r.get()] { r->connection_.close(); });
   }
 
@@ -303,23 +332,26 @@ class RawConsumers {
   std::atomic<int> consumed_{0};
   Clock::rep start_ = 0;  // written before the receivers attach
   std::atomic<Clock::rep> end_{0};
+  std::int64_t cpu_start_ = 0;
+  std::atomic<std::int64_t> cpu_end_{0};
 };
 
 // The SDK's publish_batch, `batch` at a time. The first message goes before
 // the clock (it attaches the sender link, as the raw loop's link is attached
 // before its clock starts); the queue ends up with `messages` messages.
-double sdk_publish(const Config& config, bq::artemis::Transport& transport, const std::string& queue,
-                   const std::string& body) {
+Measured sdk_publish(const Config& config, bq::artemis::Transport& transport, const std::string& queue,
+                     const std::string& body) {
   if (auto sent = transport.publish(queue, body); !sent) die("sdk publish failed: " + sent.error().message());
   std::vector<bq::OutgoingMessage> batch(static_cast<std::size_t>(config.batch), bq::OutgoingMessage{queue, body, {}});
   const auto start = Clock::now();
+  const std::int64_t cpu_start = cpu_ns();
   for (int sent = 1; sent < config.messages; sent += config.batch) {
     const auto count = static_cast<std::size_t>(std::min(config.batch, config.messages - sent));
     if (auto published = transport.publish_batch(std::span(batch.data(), count)); !published) {
       die("sdk publish_batch failed: " + published.error().message());
     }
   }
-  return rate(config.messages - 1, Clock::now() - start);
+  return measured(config.messages - 1, Clock::now() - start, cpu_ns() - cpu_start);
 }
 
 // The SDK's publish(), one message at a time (what the Python SDK does).
@@ -345,13 +377,15 @@ void fill(bq::artemis::Transport& transport, const std::string& queue, const std
 
 // threads loop receive() + ack() on one transport, taking 16 / threads per
 // receive.
-double sdk_consume(int messages, bq::artemis::Transport& transport, const std::string& queue, int threads) {
+Measured sdk_consume(int messages, bq::artemis::Transport& transport, const std::string& queue, int threads) {
   std::atomic<int> consumed{0};
   // The clock stops at the last ack, as the raw loop's does, not when the
   // other threads' receive() calls have waited out the empty queue.
   std::atomic<Clock::rep> end{0};
+  std::atomic<std::int64_t> cpu_end{0};
   std::vector<std::thread> workers;
   const auto start = Clock::now();
+  const std::int64_t cpu_start = cpu_ns();
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&] {
       while (consumed.load() < messages) {
@@ -363,18 +397,19 @@ double sdk_consume(int messages, bq::artemis::Transport& transport, const std::s
         const int before = consumed.fetch_add(static_cast<int>(batch->size()));
         if (before < messages && before + static_cast<int>(batch->size()) >= messages) {
           end.store(Clock::now().time_since_epoch().count());
+          cpu_end.store(cpu_ns());
         }
       }
     });
   }
   for (auto& worker : workers) worker.join();
-  return rate(messages, Clock::time_point(Clock::duration(end.load())) - start);
+  return measured(messages, Clock::time_point(Clock::duration(end.load())) - start, cpu_end.load() - cpu_start);
 }
 
 // A Worker with `concurrency` handler threads and its default prefetch, a
 // no-op handler, every message acked.
-double worker_consume(int messages, bq::artemis::Transport& transport, const std::string& queue,
-                      std::size_t concurrency) {
+Measured worker_consume(int messages, bq::artemis::Transport& transport, const std::string& queue,
+                        std::size_t concurrency) {
   bq::WorkerOptions options;
   options.concurrency = concurrency;
   bq::Worker worker(transport, options);
@@ -383,8 +418,9 @@ double worker_consume(int messages, bq::artemis::Transport& transport, const std
   bq::RunLimits limits;
   limits.max_messages = static_cast<std::size_t>(messages);
   const auto start = Clock::now();
+  const std::int64_t cpu_start = cpu_ns();
   auto summary = worker.run({queue}, limits);
-  const double result = rate(messages, Clock::now() - start);
+  const Measured result = measured(messages, Clock::now() - start, cpu_ns() - cpu_start);
   if (!summary) die("worker run failed: " + summary.error().message());
   if (handled.load() != messages) die("the worker handled " + std::to_string(handled.load()) + " messages");
   return result;
@@ -506,7 +542,11 @@ int main(int argc, char** argv) {
   if (!envelope) die("cannot make the envelope: " + envelope.error().message());
   const std::string body(envelope->body());
   const proton::message raw = raw_message(*envelope);
-  if (raw.encode() != bq::artemis::make_message(body, {}, std::nullopt).encode()) {
+  bq::artemis::MessageEncoder encoder;
+  bq::amqp10::EncodedMessages sdk_bytes;
+  if (auto encoded = encoder.append(body, {}, std::nullopt, sdk_bytes); !encoded) die(encoded.error().message());
+  const std::vector<char> raw_bytes = raw.encode();
+  if (std::string_view(raw_bytes.data(), raw_bytes.size()) != sdk_bytes[0]) {
     die("the raw loop's message differs from the SDK's: the comparison would not be like with like");
   }
   const std::string run = bq::uuid_v4().substr(0, 8);
@@ -521,6 +561,12 @@ int main(int argc, char** argv) {
 
   auto transport = open_sdk(*options);
   std::vector<double> raw_pubs, sdk_pubs, raw_c1s, sdk_c1s, raw_c4s, sdk_c4s, worker_c1s, worker_c4s;
+  // The client's CPU per message, by measurement.
+  std::map<std::string, std::vector<double>> cpu;
+  auto keep = [&cpu](std::vector<double>& rates, const char* name, Measured m) {
+    rates.push_back(m.rate);
+    cpu[name].push_back(m.cpu_us);
+  };
   std::vector<double> py_pubs, py_pops, sdk_each, raw_each;
   // --only: a group (publish, c1, c4, python) or one measurement of it.
   auto wanted = [&config](std::string_view group, std::string_view name) {
@@ -537,7 +583,7 @@ int main(int argc, char** argv) {
     // A fresh transport per SDK consume measurement, closed after it.
     auto with_sdk = [&](const std::string& name, auto&& measure) {
       auto sdk = open_sdk(*options);
-      const double result = measure(*sdk, name);
+      const Measured result = measure(*sdk, name);
       sdk->close();
       return result;
     };
@@ -557,14 +603,14 @@ int main(int argc, char** argv) {
       if (wanted("publish", "raw-publish")) {
         steps.emplace_back([&] {
           const std::string name = queue("raw-pub");
-          raw_pubs.push_back(RawPublisher(endpoint, name, raw, config.messages, config.batch).run());
+          keep(raw_pubs, "raw-publish", RawPublisher(endpoint, name, raw, config.messages, config.batch).run());
           drain(name, config.messages);
         });
       }
       if (wanted("publish", "sdk-publish")) {
         steps.emplace_back([&] {
           const std::string name = queue("sdk-pub");
-          sdk_pubs.push_back(sdk_publish(config, *transport, name, body));
+          keep(sdk_pubs, "sdk-publish", sdk_publish(config, *transport, name, body));
           drain(name, config.messages);
         });
       }
@@ -579,23 +625,23 @@ int main(int argc, char** argv) {
       std::vector<std::function<void()>> steps;
       if (wanted(group, raw_name)) {
         steps.emplace_back([&, name = filled(raw_name, config.messages)] {
-          (c1 ? raw_c1s : raw_c4s)
-              .push_back(RawConsumers(endpoint, name, config.messages, threads, options->credit).run());
+          keep(c1 ? raw_c1s : raw_c4s, raw_name,
+               RawConsumers(endpoint, name, config.messages, threads, options->credit).run());
         });
       }
       if (wanted(group, sdk_name)) {
         steps.emplace_back([&, name = filled(sdk_name, config.messages)] {
-          (c1 ? sdk_c1s : sdk_c4s).push_back(with_sdk(name, [&](bq::artemis::Transport& sdk, const std::string& q) {
-            return sdk_consume(config.messages, sdk, q, threads);
-          }));
+          keep(c1 ? sdk_c1s : sdk_c4s, sdk_name, with_sdk(name, [&](bq::artemis::Transport& sdk, const std::string& q) {
+                 return sdk_consume(config.messages, sdk, q, threads);
+               }));
         });
       }
       if (wanted(group, worker_name)) {
         steps.emplace_back([&, name = filled(worker_name, config.messages)] {
-          (c1 ? worker_c1s : worker_c4s)
-              .push_back(with_sdk(name, [&](bq::artemis::Transport& sdk, const std::string& q) {
-                return worker_consume(config.messages, sdk, q, static_cast<std::size_t>(threads));
-              }));
+          keep(c1 ? worker_c1s : worker_c4s, worker_name,
+               with_sdk(name, [&](bq::artemis::Transport& sdk, const std::string& q) {
+                 return worker_consume(config.messages, sdk, q, static_cast<std::size_t>(threads));
+               }));
         });
       }
       in_turn(std::move(steps));
@@ -605,9 +651,10 @@ int main(int argc, char** argv) {
       // drained by a raw receiver afterwards; then Python pops a queue the
       // SDK filled.
       const std::string each_queue = queue("each");
-      in_turn({[&] { py_pubs.push_back(python_sdk(config, python_url, each_queue, "publish", body)); },
-               [&] { sdk_each.push_back(sdk_publish_each(config.python_messages, *transport, each_queue, body)); },
-               [&] { raw_each.push_back(RawPublisher(endpoint, each_queue, raw, config.python_messages, 1).run()); }});
+      in_turn(
+          {[&] { py_pubs.push_back(python_sdk(config, python_url, each_queue, "publish", body)); },
+           [&] { sdk_each.push_back(sdk_publish_each(config.python_messages, *transport, each_queue, body)); },
+           [&] { raw_each.push_back(RawPublisher(endpoint, each_queue, raw, config.python_messages, 1).run().rate); }});
       drain(each_queue, 3 * config.python_messages);
       py_pops.push_back(python_sdk(config, python_url, filled("py-pop", config.python_messages), "consume", body));
     }
@@ -651,6 +698,13 @@ int main(int argc, char** argv) {
   ratio("SDK Worker c1 / Python SDK pop+ack", worker_c1 / py_pop, 3.0);
   info_ratio("SDK publish one by one / Python SDK publish", each / py_pub);
   info_ratio("SDK / raw publish one by one", each / raw_one);
+  // The client's CPU per message (medians): what the SDK costs over proton
+  // itself, on a machine whose load moves msg/s by far more.
+  std::printf("\nclient CPU per message (all threads of this process, medians):\n");
+  for (const char* name :
+       {"raw-publish", "sdk-publish", "raw-c1", "sdk-c1", "worker-c1", "raw-c4", "sdk-c4", "worker-c4"}) {
+    if (const auto it = cpu.find(name); it != cpu.end()) std::printf("  %-12s %7.2f us\n", name, median(it->second));
+  }
   std::printf("load average: %s at the start, %s at the end\n", start_load.c_str(), load_average().c_str());
   return 0;
 }

@@ -166,7 +166,15 @@ class Envelope {
   /// with attempts 0.
   Result<std::string> encode_redriven() const;
 
-  // Internal layout, filled by the decoder and by make().
+  /// The same message in another trace: encode() with trace_id replaced and
+  /// every other byte kept (meta.id, created_at, data, unknown keys), read
+  /// back as an envelope. For a producer whose tracing decides the trace
+  /// (the family's OpenTelemetry publish stamps the span's trace id).
+  /// Errc::rejected when the envelope is not accepted, Errc::invalid_argument
+  /// for a blank trace_id, Errc::invalid_utf8 for invalid UTF-8.
+  Result<Envelope> with_trace_id(std::string_view trace_id) const;
+
+  /// Internal layout, filled by the decoder and by make().
  private:
   friend class EnvelopeBuilder;
   friend class EnvelopeDecoder;
@@ -179,8 +187,10 @@ class Envelope {
   std::string_view slice(Span s) const noexcept { return {buffer_.data() + s.offset, s.size}; }
   std::string_view text(const detail::Text& t) const noexcept;
   enum class BlockMode { keep, replace, remove };
-  /// block_json: the dead_letter block's JSON, written with BlockMode::replace.
-  void write_canonical(std::string& out, std::int64_t attempts, BlockMode mode, std::string_view block_json) const;
+  /// block_json: the dead_letter block's JSON, written with BlockMode::replace;
+  /// trace_id_json: the trace_id's JSON instead of the body's, when not empty.
+  void write_canonical(std::string& out, std::int64_t attempts, BlockMode mode, std::string_view block_json,
+                       std::string_view trace_id_json = {}) const;
   std::string splice_dead_letter(std::string_view block_json) const;
   Result<void> require_accepted() const;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Middleware: the one seam through which optional components (idempotency,
-// payload schemas, and later field encryption, tracing, metrics) and user
+// payload schemas, tracing, and later field encryption, metrics) and user
 // code join the runtime, at the two moments they all need — a delivery on
 // its way to its handler, and a publish on its way out (docs/adr/0018).
 //
@@ -14,7 +14,9 @@
 //
 // Scope: the publish side sees new messages (Worker::publish); the Worker's
 // own re-emits of a consumed message (a retry, a dead-letter copy) keep that
-// message's bytes and do not pass through it.
+// message's bytes and do not pass through it. What the Worker does with its
+// messages (received, retried, dead-lettered, ...) reaches every middleware
+// as a WorkerEvent (worker_event.hpp, docs/adr/0027), for metrics.
 //
 // Thread-safety: a middleware is called from every handler thread and every
 // publishing thread at once; it must be thread-safe.
@@ -25,6 +27,7 @@
 #include <babelqueue/result.hpp>
 #include <babelqueue/transport.hpp>
 #include <babelqueue/value.hpp>
+#include <babelqueue/worker_event.hpp>
 
 #include <functional>
 #include <memory>
@@ -73,6 +76,11 @@ class Middleware {
   /// Around a publish. Call next(request) to send; an error returned before
   /// that means nothing was sent.
   virtual Result<void> publish(PublishRequest& request, const PublishStep& next) { return next(request); }
+
+  /// What the Worker did (worker_event.hpp), from the thread that did it,
+  /// right after it counted it in WorkerMetrics. It must be quick and must not
+  /// throw: it runs on the handler's and the receive loop's path.
+  virtual void on_event(const WorkerEvent& event) noexcept { (void)event; }
 };
 
 /// An ordered list of middleware, composed once: the Worker holds one, and a
@@ -101,6 +109,11 @@ class MiddlewareChain {
   /// send as the chain runs it: each middleware's publish() on the way out,
   /// the last added first and the first added last, then send.
   PublishStep compose_publish(PublishStep send) const;
+
+  /// Hands event to every middleware's on_event(), in the order added.
+  void notify(const WorkerEvent& event) const noexcept {
+    for (const auto& m : middleware_) m->on_event(event);
+  }
 
  private:
   std::vector<std::shared_ptr<Middleware>> middleware_;

@@ -1,23 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
 // What proton's C++ objects do not offer, done on the C objects beneath them:
 // modified{delivery-failed=true} (proton::delivery::modify() sends
-// delivery-failed=false, and Artemis counts a delivery only with true) and
-// the receiver's rcv-settle-mode second (receiver_options cannot set it).
+// delivery-failed=false, and Artemis counts a delivery only with true), the
+// receiver's rcv-settle-mode second (receiver_options cannot set it), a
+// transfer of bytes encoded already (proton::sender::send() encodes a
+// proton::message), and reading a value's data without copying it into C++
+// containers.
 //
-// The C handle sits behind proton::internal::object's protected pn_object();
-// a pointer to that member, formed in a derived class as the access rules
-// allow, reads it from any object of the base type.
+// The C handle sits behind proton::internal::object's protected pn_object()
+// (a proton::value's behind value_base's protected data_); a pointer to that
+// member, formed in a derived class as the access rules allow, reads it from
+// any object of the base type.
 //
 // Thread-safety: like the proton objects themselves, the container's thread
-// only.
+// only; c_data() on a value the calling thread owns.
 #pragma once
 
+#include <proton/codec.h>
 #include <proton/delivery.h>
 #include <proton/disposition.h>
 #include <proton/link.h>
 
 #include <proton/delivery.hpp>
+#include <proton/internal/data.hpp>
 #include <proton/receiver.hpp>
+#include <proton/sender.hpp>
+#include <proton/tracker.hpp>
+#include <proton/value.hpp>
 
 namespace babelqueue::amqp10::detail {
 
@@ -32,6 +41,23 @@ struct CHandle : Wrapper {
 inline pn_delivery_t* c_delivery(const proton::delivery& d) { return CHandle<proton::delivery, pn_delivery_t>::of(d); }
 
 inline pn_link_t* c_link(const proton::receiver& r) { return CHandle<proton::receiver, pn_link_t>::of(r); }
+
+inline pn_link_t* c_link(const proton::sender& s) { return CHandle<proton::sender, pn_link_t>::of(s); }
+
+// A sent message's delivery (what a tracker stands for).
+inline pn_delivery_t* c_delivery(const proton::tracker& t) { return CHandle<proton::transfer, pn_delivery_t>::of(t); }
+
+// The data a value holds (of a message's body or maps: the message's own),
+// or null for a value that never held any.
+inline pn_data_t* c_data(const proton::value& v) {
+  struct Access : proton::internal::value_base {
+    static pn_data_t* of(const proton::internal::value_base& value) {
+      proton::internal::data proton::internal::value_base::*member = &Access::data_;
+      return CHandle<proton::internal::data, pn_data_t>::of(value.*member);
+    }
+  };
+  return Access::of(v);
+}
 
 // Settles d with modified{delivery-failed=true[, undeliverable-here]}.
 inline void settle_modified_failed(const proton::delivery& d, bool undeliverable_here) {

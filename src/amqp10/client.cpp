@@ -6,8 +6,12 @@
 #include <babelqueue/error.hpp>
 #include <babelqueue/uuid.hpp>
 
+#include <proton/error.h>
+#include <proton/message.h>
+
 #include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -31,7 +35,6 @@
 #include <proton/work_queue.hpp>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 namespace babelqueue::amqp10 {
@@ -90,14 +93,15 @@ std::vector<proton::symbol> symbols(const std::vector<std::string>& names) {
 
 }  // namespace
 
-// A send() call in progress. Guarded by Impl::mutex_.
+// A send in progress (Client::start_send()). Guarded by Impl::mutex_.
 struct SendOp {
   std::string address;
-  std::vector<proton::message> messages;
-  std::size_t sent = 0;       // handed to the link
+  EncodedMessages messages;
+  std::size_t sent = 0;       // handed to the link (messages[sent] goes next)
   std::size_t settled = 0;    // the peer answered (or the wire failed)
   std::size_t confirmed = 0;  // answered accepted
   std::size_t unknown = 0;    // on the wire when the connection dropped
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::optional<ErrorInfo> error;
   bool abandoned = false;  // the caller gave up: send nothing more
 
@@ -110,7 +114,10 @@ struct Inbound {
   std::deque<Incoming> buffer;     // Impl::mutex_
   std::optional<ErrorInfo> error;  // Impl::mutex_: the link failed; reported once
   bool open = false;               // Impl::mutex_: attached (or being attached)
-  proton::receiver link;           // the container's thread only
+  // Impl::mutex_: messages receive() took out since the link's credit was
+  // last topped up (what a top-up would give back).
+  std::size_t taken = 0;
+  proton::receiver link;  // the container's thread only
 };
 
 // One browse(): a copy-mode receiver drained once.
@@ -129,6 +136,7 @@ class Client::Impl final : public proton::messaging_handler {
       : options_(std::move(options)),
         container_(*this, options_.container_id.empty() ? "babelqueue-" + uuid_v4() : options_.container_id) {
     container_.auto_stop(false);
+    spare_.reserve(std::min<std::size_t>(options_.credit_window, 1024) + 64);
   }
 
   ~Impl() override { close(std::chrono::seconds(5)); }
@@ -160,35 +168,40 @@ class Client::Impl final : public proton::messaging_handler {
 
   // ---- caller threads ----
 
-  Result<void> send(std::string_view address, std::vector<proton::message> messages,
-                    std::chrono::milliseconds timeout) {
-    if (messages.empty()) return {};
+  Result<std::shared_ptr<SendOp>> start_send(std::string_view address, EncodedMessages messages) {
     auto op = std::make_shared<SendOp>();
     op->address = std::string(address);
     op->messages = std::move(messages);
-    std::unique_lock lock(mutex_);
+    std::lock_guard lock(mutex_);
     if (auto e = refuse_if_closed()) return unexpected(std::move(*e));
+    if (op->messages.empty()) return op;
     sends_.push_back(op);
     post_drain_locked();
-    const bool done = cv_.wait_for(lock, timeout, [&] { return op->finished() || state_ == State::closed; });
-    if (op->settled == op->messages.size()) {
-      if (op->error) {
-        if (op->messages.size() == 1) return unexpected(*op->error);
-        return unexpected(op->error->with_message(op->error->message() + " (" + std::to_string(op->confirmed) + " of " +
-                                                  std::to_string(op->messages.size()) + " messages were accepted)"));
+    return op;
+  }
+
+  Result<void> finish_send(SendOp& op, Clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
+    const bool done = cv_.wait_until(lock, deadline, [&] { return op.finished() || state_ == State::closed; });
+    if (op.settled == op.messages.size()) {
+      if (op.error) {
+        if (op.messages.size() == 1) return unexpected(*op.error);
+        return unexpected(op.error->with_message(op.error->message() + " (" + std::to_string(op.confirmed) + " of " +
+                                                 std::to_string(op.messages.size()) + " messages were accepted)"));
       }
       return {};
     }
-    op->abandoned = true;
-    const std::size_t not_sent = op->messages.size() - op->sent;
-    const std::size_t unknown = op->sent - std::min(op->sent, op->settled) + op->unknown;
+    op.abandoned = true;
+    const std::size_t not_sent = op.messages.size() - op.sent;
+    const std::size_t unknown = op.sent - std::min(op.sent, op.settled) + op.unknown;
     std::string text =
         done && state_ == State::closed ? "the AMQP client was closed" : "no disposition from the broker";
-    text += " for " + std::to_string(op->messages.size() - op->confirmed) + " of " +
-            std::to_string(op->messages.size()) + " messages to '" + op->address + "' within " +
-            std::to_string(timeout.count()) + " ms: " + std::to_string(not_sent) + " not sent, " +
-            std::to_string(unknown) + " with an unknown outcome (sent, unconfirmed)";
-    if (op->error) text += "; " + op->error->message();
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - op.started);
+    text += " for " + std::to_string(op.messages.size() - op.confirmed) + " of " + std::to_string(op.messages.size()) +
+            " messages to '" + op.address + "' within " + std::to_string(waited.count()) +
+            " ms: " + std::to_string(not_sent) + " not sent, " + std::to_string(unknown) +
+            " with an unknown outcome (sent, unconfirmed)";
+    if (op.error) text += "; " + op.error->message();
     // Sent and unconfirmed: the broker may hold them. Nothing sent: a plain
     // timeout (or the client closed), which a re-send repairs.
     Errc code = state_ == State::closed ? Errc::closed : Errc::timeout;
@@ -220,15 +233,18 @@ class Client::Impl final : public proton::messaging_handler {
       return unexpected(std::move(e));
     }
     const std::size_t n = std::min(max, in->buffer.size());
-    out.reserve(n);
+    out.reserve(n);  // no reallocation: a proton::message moves by copy (its move may throw)
     for (std::size_t i = 0; i < n; ++i) {
       out.push_back(std::move(in->buffer.front()));
       in->buffer.pop_front();
     }
-    if (n > 0) {
-      topups_.insert(in->address);
-      post_drain_locked();
-    }
+    // The container's thread tops the credit up each time it drains (for
+    // settlements, sends, ...), and is woken for it only once a quarter of
+    // the window was taken: a wake-up of that thread per receive() cost
+    // more than the frame it sent, and a window left to run dry stalls the
+    // broker.
+    in->taken += n;
+    if (n > 0 && in->taken >= top_up_threshold()) post_drain_locked();
     return out;
   }
 
@@ -251,17 +267,46 @@ class Client::Impl final : public proton::messaging_handler {
     return std::move(op->encoded);
   }
 
+  void recycle(std::vector<Incoming>& used) {
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& in : used) {
+        if (spare_.size() == spare_.capacity()) break;  // never reallocates (see receive())
+        if (!in.read) spare_.push_back(std::move(in.message));
+      }
+    }
+    used.clear();
+  }
+
   Result<void> settle(std::uint64_t id, Outcome outcome) {
     std::lock_guard lock(mutex_);
     if (auto e = refuse_if_closed()) return unexpected(std::move(*e));
-    if (held_.erase(id) == 0) {
-      return unexpected(ErrorInfo{Errc::not_found,
-                                  "the delivery is no longer held (settled already, or its connection dropped and "
-                                  "the broker delivers it again)"});
-    }
+    if (!claim_locked(id)) return unexpected(not_held_error());
     settlements_.emplace_back(id, std::move(outcome));
     post_drain_locked();
     return {};
+  }
+
+  Result<void> settle(std::span<const std::uint64_t> ids, const Outcome& outcome, std::vector<std::size_t>& not_held) {
+    std::lock_guard lock(mutex_);
+    if (auto e = refuse_if_closed()) return unexpected(std::move(*e));
+    bool any = false;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (!claim_locked(ids[i])) {
+        not_held.push_back(i);
+        continue;
+      }
+      settlements_.emplace_back(ids[i], outcome);
+      any = true;
+    }
+    if (any) post_drain_locked();
+    return {};
+  }
+
+  static ErrorInfo not_held_error() {
+    return ErrorInfo{Errc::not_found,
+                     "the delivery is no longer held (settled already, or its connection dropped and the broker "
+                     "delivers it again)"};
   }
 
   bool connected() const {
@@ -399,14 +444,16 @@ class Client::Impl final : public proton::messaging_handler {
       d.release();
       return;
     }
-    const std::uint64_t id = ++next_id_;
-    deliveries_.emplace(id, d);
     Incoming incoming;
-    incoming.id = id;
-    incoming.tag = d.tag();
-    // Encoded, not moved: proton decodes every delivery of the link into
-    // this one message, and moving it out would make it build a new one.
-    m.encode(incoming.encoded);
+    if (options_.reader) {
+      // Read here, from the message proton reuses for every delivery.
+      try {
+        incoming.read = options_.reader(it->second->address, m);
+      } catch (...) {
+        incoming.read.reset();  // handed over instead (see MessageReader)
+      }
+    }
+    if (!incoming.read) incoming.tag = d.tag();
     // Deliveries of the same read still queued behind this one are buffered
     // next, before proton writes or waits: receive() is woken once, after the
     // last of them, instead of once per message (a wake per message cost a
@@ -415,7 +462,20 @@ class Client::Impl final : public proton::messaging_handler {
     // waits for its last frame, or for the receive()'s own deadline.
     const bool more_queued = pn_link_queued(detail::c_link(d.receiver())) > 1;
     std::lock_guard lock(mutex_);
-    held_.insert(id);
+    // The message proton decoded is handed over as it is: swapped with a
+    // recycled one, which proton decodes the next delivery into.
+    if (!incoming.read) {
+      if (!spare_.empty()) {
+        incoming.message = std::move(spare_.back());
+        spare_.pop_back();
+      }
+      swap(incoming.message, m);
+    }
+    const std::uint32_t index = take_slot_locked();
+    Slot& slot = slots_[index];
+    slot.delivery = d;
+    slot.state = Slot::State::held;
+    incoming.id = (static_cast<std::uint64_t>(slot.generation) << 32) | index;
     it->second->buffer.push_back(std::move(incoming));
     if (!more_queued) cv_.notify_all();
   }
@@ -569,9 +629,15 @@ class Client::Impl final : public proton::messaging_handler {
       // on_connection_open() attach new ones (open_receiver() skips an
       // address whose link reports itself active, and a link of the
       // dropped connection still does).
-      held_.clear();
+      for (std::uint32_t index = 0; index < slots_.size(); ++index) {
+        if (slots_[index].state != Slot::State::free) free_slot_locked(index);
+      }
       for (auto& [address, in] : inbound_) {
+        for (auto& m : in->buffer) {
+          if (!m.read && spare_.size() < spare_.capacity()) spare_.push_back(std::move(m.message));
+        }
         in->buffer.clear();
+        in->taken = 0;
         in->link = proton::receiver();
       }
       // A drain posted to the dropped connection's work queue may never
@@ -585,7 +651,6 @@ class Client::Impl final : public proton::messaging_handler {
       }
       cv_.notify_all();
     }
-    deliveries_.clear();
     receivers_.clear();
     // Browses in progress end with the connection (mutex_ not held here).
     const auto browsing = std::move(browsers_);
@@ -614,47 +679,85 @@ class Client::Impl final : public proton::messaging_handler {
   void drain() {
     std::vector<std::shared_ptr<SendOp>> sends;
     std::vector<std::shared_ptr<Inbound>> opens;
-    std::vector<std::pair<std::uint64_t, Outcome>> settlements;
-    std::unordered_set<std::string> topups;
     bool open = false;
     {
       std::lock_guard lock(mutex_);
       drain_posted_ = false;
       open = state_ == State::open && connection_;
-      sends.swap(sends_);
-      settlements.swap(settlements_);
+      if (!sends_.empty()) sends.swap(sends_);
+      applying_.swap(settlements_);  // both keep their capacity: no allocation per drain
+      topups_.clear();
       if (open) {
-        opens.swap(opens_);
-        topups.swap(topups_);
+        if (!opens_.empty()) opens.swap(opens_);
+        for (const auto& [address, in] : inbound_) {
+          if (in->taken > 0) topups_.push_back(in);
+        }
       }
     }
-    for (auto& [id, outcome] : settlements) settle_now(id, outcome);
-    for (auto& op : sends) {
-      auto& state = senders_[op->address];
-      for (std::size_t i = 0; i < op->messages.size(); ++i) state.pending.emplace_back(op, i);
-    }
+    apply_settlements();
+    for (auto& op : sends) senders_[op->address].pending.push_back(std::move(op));
     if (!open) return;
     for (auto& in : opens) open_receiver(in);
-    for (const auto& address : topups) {
-      auto it = inbound_by_address(address);
-      if (it) top_up(it);
-    }
+    for (const auto& in : topups_) top_up(*in);
     for (auto& [address, state] : senders_) {
       if (!state.pending.empty()) pump(address);
     }
   }
 
-  std::shared_ptr<Inbound> inbound_by_address(const std::string& address) {
-    std::lock_guard lock(mutex_);
-    auto it = inbound_.find(address);
-    return it == inbound_.end() ? nullptr : it->second;
+  // ---- the delivery table ----
+
+  // Marks a held id as being settled. False when it is not held (settled
+  // already, stale, or never issued). mutex_ held.
+  bool claim_locked(std::uint64_t id) {
+    const auto index = static_cast<std::uint32_t>(id);
+    if (index >= slots_.size()) return false;
+    Slot& slot = slots_[index];
+    if (slot.generation != static_cast<std::uint32_t>(id >> 32) || slot.state != Slot::State::held) return false;
+    slot.state = Slot::State::settling;
+    return true;
   }
 
-  void settle_now(std::uint64_t id, const Outcome& outcome) {
-    auto it = deliveries_.find(id);
-    if (it == deliveries_.end()) return;  // its connection dropped: the broker redelivers it
-    proton::delivery d = it->second;
-    deliveries_.erase(it);
+  // A free slot's index, growing the table when none is. mutex_ held.
+  std::uint32_t take_slot_locked() {
+    if (!free_slots_.empty()) {
+      const std::uint32_t index = free_slots_.back();
+      free_slots_.pop_back();
+      return index;
+    }
+    slots_.emplace_back();
+    return static_cast<std::uint32_t>(slots_.size() - 1);
+  }
+
+  // Frees a slot: its id no longer matches. mutex_ held.
+  void free_slot_locked(std::uint32_t index) {
+    Slot& slot = slots_[index];
+    slot.delivery = proton::delivery();
+    slot.state = Slot::State::free;
+    ++slot.generation;
+    free_slots_.push_back(index);
+  }
+
+  // Applies the settlements in applying_ (claimed by settle()), then frees
+  // their slots under one lock.
+  void apply_settlements() {
+    if (applying_.empty()) return;
+    applied_.clear();
+    for (const auto& [id, outcome] : applying_) {
+      const auto index = static_cast<std::uint32_t>(id);
+      // Claimed (settling) slots change only here, on this thread; a slot
+      // freed since (the connection dropped) has a new generation.
+      if (index >= slots_.size()) continue;
+      Slot& slot = slots_[index];
+      if (slot.generation != static_cast<std::uint32_t>(id >> 32) || slot.state != Slot::State::settling) continue;
+      settle_now(slot.delivery, outcome);
+      applied_.push_back(index);
+    }
+    applying_.clear();
+    std::lock_guard lock(mutex_);
+    for (const std::uint32_t index : applied_) free_slot_locked(index);
+  }
+
+  static void settle_now(proton::delivery& d, const Outcome& outcome) {
     switch (outcome.kind) {
       case Outcome::Kind::accepted: d.accept(); break;
       case Outcome::Kind::released: d.release(); break;
@@ -690,6 +793,8 @@ class Client::Impl final : public proton::messaging_handler {
     if (options_.receiver_settles_second) detail::request_receiver_settles_second(in->link);
     receivers_[in->link] = in;
     in->link.add_credit(options_.credit_window);
+    std::lock_guard lock(mutex_);
+    in->taken = 0;
   }
 
   void open_browser(const std::shared_ptr<BrowseOp>& op) {
@@ -740,19 +845,18 @@ class Client::Impl final : public proton::messaging_handler {
                                            condition, "browsing '" + op->address + "' was refused by the broker")));
     return true;
   }
+  // How much of the window receive() takes before it wakes the container's
+  // thread for a top-up.
+  std::size_t top_up_threshold() const { return std::max<std::size_t>(1, options_.credit_window / 4); }
 
   // Gives the broker credit for what receive() took out of the buffer.
-  void top_up(const std::shared_ptr<Inbound>& in) {
-    if (!in->link || !in->link.active()) return;
-    std::size_t buffered = 0;
-    {
-      std::lock_guard lock(mutex_);
-      buffered = in->buffer.size();
-    }
+  void top_up(Inbound& in) {
+    if (!in.link || !in.link.active()) return;
+    std::lock_guard lock(mutex_);
     const std::int64_t window = options_.credit_window;
-    const std::int64_t want = window - in->link.credit() - static_cast<std::int64_t>(buffered);
-    if (want > 0 && want >= std::max<std::int64_t>(1, window / 2))
-      in->link.add_credit(static_cast<std::uint32_t>(want));
+    const std::int64_t want = window - in.link.credit() - static_cast<std::int64_t>(in.buffer.size());
+    if (want > 0) in.link.add_credit(static_cast<std::uint32_t>(want));
+    in.taken = 0;
   }
 
   void receiver_failed(proton::receiver& r, const proton::error_condition& condition) {
@@ -779,7 +883,8 @@ class Client::Impl final : public proton::messaging_handler {
 
   struct SenderState {
     proton::sender link;
-    std::deque<std::pair<std::shared_ptr<SendOp>, std::size_t>> pending;
+    std::deque<std::shared_ptr<SendOp>> pending;  // each sends from its messages[sent] on
+    std::uint64_t next_tag = 0;
   };
 
   // Sends what waits for address while the link has credit.
@@ -798,27 +903,45 @@ class Client::Impl final : public proton::messaging_handler {
       sender_address_[state.link] = address;
       return;  // on_sendable calls again once the broker gives credit
     }
+    // The bytes are encoded already: a transfer is a delivery, the bytes
+    // and an advance on the C link, where proton::sender::send() would
+    // encode a proton::message first.
+    pn_link_t* link = detail::c_link(state.link);
     std::lock_guard lock(mutex_);
-    while (!state.pending.empty() && state.link.active() && state.link.credit() > 0) {
-      auto [op, index] = state.pending.front();
-      state.pending.pop_front();
-      if (op->abandoned) continue;
-      proton::tracker t = state.link.send(op->messages[index]);
+    while (!state.pending.empty() && state.link.active() && pn_link_credit(link) > 0) {
+      const std::shared_ptr<SendOp>& op = state.pending.front();
+      if (op->abandoned || op->sent == op->messages.size()) {
+        state.pending.pop_front();
+        continue;
+      }
+      char tag[sizeof state.next_tag];
+      std::memcpy(tag, &state.next_tag, sizeof tag);
+      ++state.next_tag;
+      pn_delivery_t* delivery = pn_delivery(link, pn_dtag(tag, sizeof tag));
+      const std::string_view bytes = op->messages[op->sent];
+      pn_link_send(link, bytes.data(), bytes.size());
+      pn_link_advance(link);
       op->sent++;
-      in_flight_.emplace(t, std::make_pair(op, index));
+      in_flight_.emplace(delivery, op);
     }
   }
 
   void fail_pending(SenderState& state, const ErrorInfo& error) {
     std::lock_guard lock(mutex_);
-    for (auto& [op, index] : state.pending) {
+    fail_unsent_locked(state, error);
+    cv_.notify_all();
+  }
+
+  // The messages of state that were not sent fail with error. mutex_ held.
+  static void fail_unsent_locked(SenderState& state, const ErrorInfo& error) {
+    for (auto& op : state.pending) {
       if (op->abandoned) continue;
-      op->sent++;
-      op->settled++;
+      const std::size_t unsent = op->messages.size() - op->sent;
+      op->sent += unsent;
+      op->settled += unsent;
       if (!op->error) op->error = error;
     }
     state.pending.clear();
-    cv_.notify_all();
   }
 
   void sender_failed(proton::sender& s, const proton::error_condition& condition) {
@@ -831,9 +954,10 @@ class Client::Impl final : public proton::messaging_handler {
     ErrorInfo error = classify(condition, "the sender on '" + address + "' was closed by the broker");
     std::lock_guard lock(mutex_);
     if (closing_) return;
+    pn_link_t* link = detail::c_link(s);
     for (auto t = in_flight_.begin(); t != in_flight_.end();) {
-      if (t->first.sender() == s) {
-        auto& op = t->second.first;
+      if (pn_delivery_link(t->first) == link) {
+        auto& op = t->second;
         op->settled++;
         op->unknown++;
         if (!op->error) op->error = error;
@@ -842,21 +966,15 @@ class Client::Impl final : public proton::messaging_handler {
         ++t;
       }
     }
-    for (auto& [op, index] : state.pending) {
-      if (op->abandoned) continue;
-      op->sent++;
-      op->settled++;
-      if (!op->error) op->error = error;
-    }
-    state.pending.clear();
+    fail_unsent_locked(state, error);
     cv_.notify_all();
   }
 
   void tracker_done(proton::tracker& t, std::optional<ErrorInfo> error) {
     std::lock_guard lock(mutex_);
-    auto it = in_flight_.find(t);
+    auto it = in_flight_.find(detail::c_delivery(t));
     if (it == in_flight_.end()) return;
-    const std::shared_ptr<SendOp> op = it->second.first;  // a copy: erase() below frees the entry
+    const std::shared_ptr<SendOp> op = std::move(it->second);  // erase() below frees the entry
     op->settled++;
     if (error) {
       if (!op->error) op->error = std::move(error);
@@ -869,15 +987,16 @@ class Client::Impl final : public proton::messaging_handler {
 
   void begin_close() {
     // Messages nobody took go back without counting a delivery.
-    std::vector<std::uint64_t> unreceived;
     {
       std::lock_guard lock(mutex_);
       for (auto& [address, in] : inbound_) {
-        for (auto& m : in->buffer) unreceived.push_back(m.id);
+        for (auto& m : in->buffer) {
+          if (claim_locked(m.id)) applying_.emplace_back(m.id, Outcome::released());
+        }
         in->buffer.clear();
       }
     }
-    for (auto id : unreceived) settle_now(id, Outcome::released());
+    apply_settlements();
     if (connection_ && connection_.active()) {
       connection_.close();
     } else {
@@ -888,8 +1007,7 @@ class Client::Impl final : public proton::messaging_handler {
 
   // Every send on the wire settles as "outcome unknown" with error. mutex_ held.
   void fail_in_flight_locked(const ErrorInfo& error) {
-    for (auto& [tracker, ref] : in_flight_) {
-      auto& op = ref.first;
+    for (auto& [delivery, op] : in_flight_) {
       op->settled++;
       op->unknown++;
       if (!op->error) op->error = error;
@@ -923,12 +1041,27 @@ class Client::Impl final : public proton::messaging_handler {
   int reconnects_ = 0;
   bool drain_posted_ = false;
   std::map<std::string, std::shared_ptr<Inbound>, std::less<>> inbound_;
-  std::unordered_set<std::uint64_t> held_;
   std::vector<std::shared_ptr<SendOp>> sends_;
   std::vector<std::shared_ptr<Inbound>> opens_;
-  std::unordered_set<std::string> topups_;
   std::vector<std::pair<std::uint64_t, Outcome>> settlements_;
-  std::map<proton::tracker, std::pair<std::shared_ptr<SendOp>, std::size_t>> in_flight_;
+  std::unordered_map<pn_delivery_t*, std::shared_ptr<SendOp>> in_flight_;
+  // Messages received and handed out, for proton to decode later deliveries
+  // into (recycle()); its capacity is fixed (see receive()).
+  std::vector<proton::message> spare_;
+
+  // The delivery table: a received message's slot from on_message() until
+  // its settlement is applied. An id is the slot's index (low 32 bits) and
+  // its generation (high 32 bits), which changes each time the slot is
+  // freed, so a stale id no longer matches. The table grows under mutex_ on
+  // the container's thread; generation and state are read and written under
+  // mutex_, delivery on the container's thread only.
+  struct Slot {
+    proton::delivery delivery;
+    std::uint32_t generation = 1;
+    enum class State : std::uint8_t { free, held, settling } state = State::free;
+  };
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> free_slots_;
 
   // Set on the container's thread under mutex_, used by post_locked().
   std::unique_ptr<proton::work_queue> work_;
@@ -940,12 +1073,14 @@ class Client::Impl final : public proton::messaging_handler {
   std::int64_t attempt_ = 0;
   std::optional<Clock::time_point> connect_deadline_;
   std::optional<Clock::time_point> reconnect_at_;
-  std::uint64_t next_id_ = 0;
   std::map<std::string, SenderState> senders_;
   std::map<proton::sender, std::string> sender_address_;
   std::map<proton::receiver, std::shared_ptr<Inbound>> receivers_;
   std::map<proton::receiver, std::shared_ptr<BrowseOp>> browsers_;
   std::unordered_map<std::uint64_t, proton::delivery> deliveries_;
+  std::vector<std::pair<std::uint64_t, Outcome>> applying_;  // apply_settlements()'s batch
+  std::vector<std::uint32_t> applied_;
+  std::vector<std::shared_ptr<Inbound>> topups_;  // drain()'s: receivers with credit to give back
 };
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -974,9 +1109,26 @@ Result<std::unique_ptr<Client>> Client::connect(ConnectionOptions options) {
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
+Result<std::shared_ptr<SendOp>> Client::start_send(std::string_view address, EncodedMessages messages) {
+  return impl_->start_send(address, std::move(messages));
+}
+
+Result<void> Client::finish_send(SendOp& op, std::chrono::steady_clock::time_point deadline) {
+  return impl_->finish_send(op, deadline);
+}
+
+Result<void> Client::send(std::string_view address, EncodedMessages messages, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  auto op = start_send(address, std::move(messages));
+  if (!op) return unexpected(op.error());
+  return finish_send(**op, deadline);
+}
+
 Result<void> Client::send(std::string_view address, std::vector<proton::message> messages,
                           std::chrono::milliseconds timeout) {
-  return impl_->send(address, std::move(messages), timeout);
+  EncodedMessages encoded;
+  for (const auto& m : messages) encoded.append(m);
+  return send(address, std::move(encoded), timeout);
 }
 
 Result<std::vector<Incoming>> Client::receive(std::string_view address, std::size_t max,
@@ -988,8 +1140,44 @@ Result<std::vector<std::vector<char>>> Client::browse(std::string_view address, 
                                                       std::chrono::milliseconds timeout) {
   return impl_->browse(address, max, timeout);
 }
+void Client::recycle(std::vector<Incoming>& used) { impl_->recycle(used); }
 
 Result<void> Client::settle(std::uint64_t id, Outcome outcome) { return impl_->settle(id, std::move(outcome)); }
+
+Result<void> Client::settle(std::span<const std::uint64_t> ids, const Outcome& outcome,
+                            std::vector<std::size_t>& not_held) {
+  return impl_->settle(ids, outcome, not_held);
+}
+
+void EncodedMessages::append(const proton::message& message) {
+  std::vector<char> encoded;
+  message.encode(encoded);
+  bytes.insert(bytes.end(), encoded.begin(), encoded.end());
+  ends.push_back(bytes.size());
+}
+
+Result<void> EncodedMessages::append(pn_message_t* message) {
+  const std::size_t start = bytes.size();
+  // Room for twice the last message, the first time 1 KiB: one attempt
+  // nearly always.
+  std::size_t room = 1024;
+  if (!ends.empty()) room = std::max(room, 2 * (ends.back() - (ends.size() > 1 ? ends[ends.size() - 2] : 0)));
+  for (;;) {
+    bytes.resize(start + room);
+    std::size_t size = room;
+    const int err = pn_message_encode(message, bytes.data() + start, &size);
+    if (err == 0) {
+      bytes.resize(start + size);
+      ends.push_back(bytes.size());
+      return {};
+    }
+    if (err != PN_OVERFLOW) {
+      bytes.resize(start);
+      return unexpected(Errc::invalid_argument, std::string("the AMQP message cannot be encoded: ") + pn_code(err));
+    }
+    room *= 2;
+  }
+}
 
 bool Client::connected() const { return impl_->connected(); }
 

@@ -9,20 +9,28 @@
 // guarded by a mutex, never through proton objects.
 //
 //   - send(): one sender link per address, opened on first use with the
-//     configured terminus capabilities. A message is sent unsettled; it is
-//     done when the peer settles it: accepted is success, rejected, released
-//     or modified an Errc::broker error with the peer's condition. Messages
-//     wait (not sent) while the link has no credit or the connection is
-//     down; at the deadline those are dropped from the queue ("not sent"),
-//     while those already on the wire become "outcome unknown".
+//     configured terminus capabilities. Messages travel encoded
+//     (EncodedMessages): the container's thread only copies their bytes
+//     onto the link. A message is sent unsettled; it is done when the peer
+//     settles it: accepted is success, rejected, released or modified an
+//     Errc::broker error with the peer's condition. Messages wait (not
+//     sent) while the link has no credit or the connection is down; at the
+//     deadline those are dropped from the queue ("not sent"), while those
+//     already on the wire become "outcome unknown". start_send() and
+//     finish_send() split a send in two, so a caller can encode the next
+//     messages while the first ones travel.
 //   - receive(): one receiver link per address, opened on first use, with a
 //     credit window the client tops up as receive() takes messages out of
-//     its buffer, so the buffer never holds more than the window.
+//     its buffer, so the buffer never holds more than the window. A message
+//     is read by the ConnectionOptions::reader on the connection's thread,
+//     or handed over as proton decoded it, without a copy (see Incoming).
 //   - browse(): a copy-mode receiver link per call, drained once, closed.
 //   - settle(): each message received is held in a delivery table under an
 //     id until it is settled, from any thread. An id that is unknown —
 //     settled already, or its connection dropped (the broker redelivers it)
-//     — is Errc::not_found.
+//     — is Errc::not_found. Settlements are queued and the container's
+//     thread applies all that are queued each time it runs them: a batch
+//     settled together (settle() of several ids) costs it one wake-up.
 //   - The connection drops: messages buffered or held are forgotten (the
 //     broker redelivers them), sends on the wire fail as "outcome unknown",
 //     and the client reconnects after the ConnectionOptions::reconnect
@@ -42,22 +50,52 @@
 #include <memory>
 #include <proton/binary.hpp>
 #include <proton/message.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+struct pn_message_t;
 
 namespace babelqueue::amqp10 {
 
 // A message received and not yet settled.
 struct Incoming {
   std::uint64_t id = 0;  // its key in the delivery table, for settle()
-  // The message as AMQP bytes: decode it with proton::message::decode(),
-  // into one message object reused for a whole batch. (A proton::message
-  // handed over per delivery costs a fresh pn_message, some twenty
-  // allocations, where decoding into a reused one allocates nothing.)
-  std::vector<char> encoded;
-  proton::binary tag;  // the delivery tag (Service Bus: the lock token)
+  // With a ConnectionOptions::reader: what it read from the message (and
+  // message and tag stay empty).
+  std::unique_ptr<Read> read;
+  // Without a reader: the message as proton decoded it off the wire. The
+  // client swaps it out of proton's per-connection message and puts a used
+  // one back, so nothing is copied or encoded again. Give the Incoming back
+  // with Client::recycle() when done with it: its message's storage then
+  // serves a later delivery (a fresh proton::message costs some twenty
+  // allocations). Read its maps through their value() (a decoder), not
+  // through the map interface, which copies the map into a std::map first.
+  proton::message message;
+  proton::binary tag;  // without a reader: the delivery tag (Service Bus: the lock token)
 };
+
+// Messages encoded for the wire (AMQP 1.0 message sections), back to back.
+struct EncodedMessages {
+  std::vector<char> bytes;
+  std::vector<std::size_t> ends;  // message i is bytes [ends[i-1], ends[i])
+
+  std::size_t size() const noexcept { return ends.size(); }
+  bool empty() const noexcept { return ends.empty(); }
+  std::string_view operator[](std::size_t i) const noexcept {
+    const std::size_t begin = i == 0 ? 0 : ends[i - 1];
+    return {bytes.data() + begin, ends[i] - begin};
+  }
+  // Appends message as encoded by proton.
+  void append(const proton::message& message);
+  // Appends the C message (pn_message_encode), growing the buffer as
+  // needed. Errc::invalid_argument when proton cannot encode it.
+  Result<void> append(pn_message_t* message);
+};
+
+// A send started by Client::start_send(), until finish_send() reports it.
+struct SendOp;
 
 class Client {
  public:
@@ -75,7 +113,15 @@ class Client {
   // each one, at most `timeout`. Errc::timeout names how many were
   // confirmed, how many never left (safe to send again) and how many have an
   // unknown outcome.
+  Result<void> send(std::string_view address, EncodedMessages messages, std::chrono::milliseconds timeout);
   Result<void> send(std::string_view address, std::vector<proton::message> messages, std::chrono::milliseconds timeout);
+
+  // send() in two steps: start_send() queues the messages for the wire and
+  // returns at once; finish_send() waits for the peer's answers until
+  // deadline and reports as send() does (after it, the send is over: what
+  // was not sent by then never will be).
+  Result<std::shared_ptr<SendOp>> start_send(std::string_view address, EncodedMessages messages);
+  Result<void> finish_send(SendOp& op, std::chrono::steady_clock::time_point deadline);
 
   // Up to max messages of address, waiting up to wait for the first.
   Result<std::vector<Incoming>> receive(std::string_view address, std::size_t max, std::chrono::milliseconds wait);
@@ -88,9 +134,19 @@ class Client {
   Result<std::vector<std::vector<char>>> browse(std::string_view address, std::size_t max,
                                                 std::chrono::milliseconds timeout);
 
+  // Takes back messages received earlier (their settlement is not affected)
+  // so that their storage serves later deliveries. Empties used.
+  void recycle(std::vector<Incoming>& used);
+
   // Settles a held message with outcome. Returns once the disposition is
   // queued for the wire (rcv-settle-mode first: the broker does not answer).
   Result<void> settle(std::uint64_t id, Outcome outcome);
+
+  // Settles every id with outcome, in one hand-over to the container's
+  // thread; each id that is not held is appended to not_held (its index in
+  // ids) and the others are settled all the same.
+  // Errc::closed (nothing settled) once the client is closed.
+  Result<void> settle(std::span<const std::uint64_t> ids, const Outcome& outcome, std::vector<std::size_t>& not_held);
 
   // True while the connection is open.
   bool connected() const;

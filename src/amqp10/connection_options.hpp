@@ -4,6 +4,8 @@
 // Thread-safety: a plain value.
 #pragma once
 
+#include "message_reader.hpp"
+
 #include <babelqueue/backoff.hpp>
 #include <babelqueue/log_sink.hpp>
 #include <babelqueue/tls_options.hpp>
@@ -41,6 +43,10 @@ struct ConnectionOptions {
   // rcv-settle-mode second: the broker confirms each settlement (Service
   // Bus needs it for PeekLock); first (false) settles at once.
   bool receiver_settles_second = false;
+  // Reads each received message on the connection's thread into
+  // Incoming::read (message_reader.hpp). Empty: Incoming::message carries
+  // the message itself.
+  MessageReader reader;
   LogSink log;
 };
 

@@ -1,10 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "artemis_projection.hpp"
 
-#include <babelqueue/binding.hpp>
+#include "c_handles.hpp"
 
+#include <babelqueue/binding.hpp>
+#include <babelqueue/error.hpp>
+
+#include <proton/codec.h>
+#include <proton/message.h>
+
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <map>
+#include <new>
 #include <proton/annotation_key.hpp>
 #include <proton/binary.hpp>
 #include <proton/scalar.hpp>
@@ -87,18 +96,44 @@ std::string body_bytes(const proton::value& body) {
 
 }  // namespace
 
-proton::message make_message(std::string_view body, const PublishOptions& options,
-                             std::optional<std::uint32_t> delivery_count) {
-  proton::message m;
-  m.body(std::string(body));
-  m.durable(true);
-  m.content_type(std::string(binding::kContentType));
-  if (delivery_count) m.delivery_count(*delivery_count);
+namespace {
 
-  std::map<std::string, proton::scalar> props;
-  for (const auto& [name, value] : options.headers) {
-    if (!is_ours(name)) props.emplace(name, value);
-  }
+pn_bytes_t bytes_of(std::string_view text) { return pn_bytes(text.size(), text.data()); }
+
+pn_atom_t string_atom(std::string_view text) {
+  pn_atom_t atom{};
+  atom.type = PN_STRING;
+  atom.u.as_bytes = bytes_of(text);
+  return atom;
+}
+
+std::string_view decimal(char (&buffer)[24], std::int64_t value) {
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, value).ptr;
+  return {buffer, static_cast<std::size_t>(end - buffer)};
+}
+
+}  // namespace
+
+MessageEncoder::MessageEncoder() : message_(pn_message()) {
+  if (message_ == nullptr) throw std::bad_alloc();
+}
+
+MessageEncoder::~MessageEncoder() { pn_message_free(message_); }
+
+Result<void> MessageEncoder::append(std::string_view body, const PublishOptions& options,
+                                    std::optional<std::uint32_t> delivery_count, amqp10::EncodedMessages& out) {
+  pn_message_t* m = message_;
+  pn_message_clear(m);
+  // The C setters take NUL-terminated text: text_ holds a copy, reused.
+  auto c_text = [this](std::string_view text) -> const char* {
+    text_.assign(text);
+    return text_.c_str();
+  };
+  pn_data_put_string(pn_message_body(m), bytes_of(body));
+  pn_message_set_durable(m, true);
+  pn_message_set_content_type(m, c_text(binding::kContentType));
+  if (delivery_count) pn_message_set_delivery_count(m, *delivery_count);
+
   std::optional<Envelope> decoded;
   std::optional<binding::ContractFields> read;
   const binding::ContractFields* fields = options.contract;
@@ -106,51 +141,161 @@ proton::message make_message(std::string_view body, const PublishOptions& option
     read = binding::read(body, decoded);
     if (read) fields = &*read;
   }
-  std::map<proton::annotation_key, proton::value> annotations;
+  // Application properties, in name order (as a std::map would hold them,
+  // and so byte for byte what proton::message sends): the headers that are
+  // not ours, then ours, which override a header of the same name.
+  properties_.clear();
+  for (const auto& [name, value] : options.headers) {
+    if (!is_ours(name)) properties_.emplace_back(name, value);
+  }
+  const bool delayed = options.delay.count() > 0;
   if (fields != nullptr) {
-    if (!fields->job.empty()) {
-      annotations.emplace(proton::symbol(std::string(kJmsTypeAnnotation)), std::string(fields->job));
-      m.subject(std::string(fields->job));  // Artemis's JMS client reads JMSType here (ADR 0017)
+    if (fields->schema_version) {
+      properties_.emplace_back(names.schema_version, decimal(schema_version_, *fields->schema_version));
     }
-    if (!fields->trace_id.empty()) m.correlation_id(std::string(fields->trace_id));
-    if (!fields->id.empty()) m.id(std::string(fields->id));
-    if (fields->created_at) m.creation_time(proton::timestamp(*fields->created_at));
-    if (fields->schema_version) props[std::string(names.schema_version)] = std::to_string(*fields->schema_version);
-    if (!fields->lang.empty()) props[std::string(names.source_lang)] = std::string(fields->lang);
-    props[std::string(names.attempts)] = std::to_string(fields->attempts);
-    props[std::string(names.app_id)] = std::string(binding::kAppId);
+    if (!fields->lang.empty()) properties_.emplace_back(names.source_lang, fields->lang);
+    properties_.emplace_back(names.attempts, decimal(attempts_, fields->attempts));
+    properties_.emplace_back(names.app_id, binding::kAppId);
   }
-  if (options.delay.count() > 0) {
-    annotations.emplace(proton::symbol(std::string(kDeliveryTimeAnnotation)),
-                        static_cast<std::int64_t>(now_ms() + options.delay.count()));
-    props[std::string(kDelayProperty)] = std::to_string(options.delay.count());
+  if (delayed) properties_.emplace_back(kDelayProperty, decimal(delay_, options.delay.count()));
+  if (!options.dedup_id.empty()) properties_.emplace_back(kDuplicateIdProperty, options.dedup_id);
+  if (!properties_.empty()) {
+    std::sort(properties_.begin(), properties_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    pn_data_t* p = pn_message_properties(m);
+    pn_data_put_map(p);
+    pn_data_enter(p);
+    for (const auto& [name, value] : properties_) {
+      pn_data_put_string(p, bytes_of(name));
+      pn_data_put_string(p, bytes_of(value));
+    }
+    pn_data_exit(p);
   }
-  if (!options.dedup_id.empty()) props[std::string(kDuplicateIdProperty)] = options.dedup_id;
-  if (!options.ordering_key.empty()) m.group_id(options.ordering_key);
-  if (!annotations.empty()) m.message_annotations() = annotations;
-  if (!props.empty()) m.properties() = props;
+  // Message annotations, in key order too: x-opt-delivery-time, then
+  // x-opt-jms-type.
+  const bool typed = fields != nullptr && !fields->job.empty();
+  if (delayed || typed) {
+    pn_data_t* a = pn_message_annotations(m);
+    pn_data_put_map(a);
+    pn_data_enter(a);
+    if (delayed) {
+      pn_data_put_symbol(a, bytes_of(kDeliveryTimeAnnotation));
+      pn_data_put_long(a, now_ms() + options.delay.count());
+    }
+    if (typed) {
+      pn_data_put_symbol(a, bytes_of(kJmsTypeAnnotation));
+      pn_data_put_string(a, bytes_of(fields->job));
+    }
+    pn_data_exit(a);
+  }
+  if (fields != nullptr) {
+    if (typed) pn_message_set_subject(m, c_text(fields->job));  // Artemis's JMS client reads JMSType here (ADR 0017)
+    if (!fields->trace_id.empty()) pn_message_set_correlation_id(m, string_atom(fields->trace_id));
+    if (!fields->id.empty()) pn_message_set_id(m, string_atom(fields->id));
+    if (fields->created_at) pn_message_set_creation_time(m, *fields->created_at);
+  }
+  if (!options.ordering_key.empty()) pn_message_set_group_id(m, options.ordering_key.c_str());
+  return out.append(m);
+}
+
+proton::message make_message(std::string_view body, const PublishOptions& options,
+                             std::optional<std::uint32_t> delivery_count) {
+  MessageEncoder encoder;
+  amqp10::EncodedMessages encoded;
+  if (auto appended = encoder.append(body, options, delivery_count, encoded); !appended) {
+    throw Error(appended.error());
+  }
+  const std::string_view bytes = encoded[0];
+  proton::message m;
+  m.decode(std::vector<char>(bytes.begin(), bytes.end()));
   return m;
 }
+
+namespace {
+
+std::string_view view(pn_bytes_t bytes) { return {bytes.start, bytes.size}; }
+
+// The application properties read straight off the message's data, without
+// a std::map of scalars: string keys with string, symbol or binary values,
+// which is what every SDK sends. False, with d untouched, for anything
+// else; the general reading below handles that.
+bool read_text_properties(pn_data_t* p, Delivery& d) {
+  if (p == nullptr) return true;
+  pn_data_rewind(p);
+  if (!pn_data_next(p)) return true;
+  if (pn_data_type(p) != PN_MAP) return false;
+  const std::size_t count = pn_data_get_map(p) / 2;
+  pn_data_enter(p);
+  // Checked first: the headers are filled only once the whole map qualifies.
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!pn_data_next(p) || pn_data_type(p) != PN_STRING || !pn_data_next(p)) return false;
+    const pn_type_t type = pn_data_type(p);
+    if (type != PN_STRING && type != PN_SYMBOL && type != PN_BINARY) return false;
+  }
+  pn_data_rewind(p);
+  pn_data_next(p);
+  pn_data_enter(p);
+  for (std::size_t i = 0; i < count; ++i) {
+    pn_data_next(p);
+    const std::string_view name = view(pn_data_get_string(p));
+    pn_data_next(p);
+    const pn_type_t type = pn_data_type(p);
+    const std::string_view value = view(type == PN_STRING   ? pn_data_get_string(p)
+                                        : type == PN_SYMBOL ? pn_data_get_symbol(p)
+                                                            : pn_data_get_binary(p));
+    if (name == names.schema_version) {
+      d.gate_rejection = binding::schema_version_gate(std::optional<std::string_view>(value));
+    } else if (!is_ours(name)) {
+      d.headers.emplace(name, value);
+    }
+  }
+  return true;
+}
+
+// The body's bytes straight off the message's data where it is a string,
+// binary or symbol (or absent); false for another type.
+bool read_text_body(pn_data_t* b, std::string& out) {
+  if (b == nullptr) return true;
+  pn_data_rewind(b);
+  if (!pn_data_next(b)) return true;
+  switch (pn_data_type(b)) {
+    case PN_STRING: out.assign(view(pn_data_get_string(b))); return true;
+    case PN_BINARY: out.assign(view(pn_data_get_binary(b))); return true;
+    case PN_SYMBOL: out.assign(view(pn_data_get_symbol(b))); return true;
+    case PN_NULL: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
 
 Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::message& message) {
   Delivery d;
   d.queue = std::string(queue);
   d.token.id = id;
-  // The gate runs before the body is read.
-  std::map<std::string, proton::scalar> props;
-  if (!message.properties().empty()) proton::get(message.properties().value(), props);
-  for (const auto& [name, value] : props) {
-    if (name == names.schema_version) {
-      d.gate_rejection = gate(value);
-    } else if (!is_ours(name)) {
-      d.headers.emplace(name, text_of(value));
+  // The gate runs before the body is read. (value() of an untouched map
+  // is the message's own data; empty() or a lookup would decode the map.)
+  if (!read_text_properties(amqp10::detail::c_data(message.properties().value()), d)) {
+    std::map<std::string, proton::scalar> props;
+    proton::get(message.properties().value(), props);
+    for (const auto& [name, value] : props) {
+      if (name == names.schema_version) {
+        d.gate_rejection = gate(value);
+      } else if (!is_ours(name)) {
+        d.headers.emplace(name, text_of(value));
+      }
     }
   }
-  d.body = body_bytes(message.body());
+  if (!read_text_body(amqp10::detail::c_data(message.body()), d.body)) d.body = body_bytes(message.body());
   d.native_attempts = static_cast<std::int64_t>(message.delivery_count());
   d.attempts_merge = kZeroBasedDeliveryCount.merge;
   d.ordering_key = message.group_id();
   return d;
+}
+
+std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, const proton::message& message) {
+  auto read = std::make_unique<DeliveryRead>();
+  read->delivery = to_delivery(queue, 0, message);
+  return read;
 }
 
 }  // namespace babelqueue::artemis

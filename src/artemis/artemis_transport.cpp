@@ -8,8 +8,9 @@
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url_options.hpp>
 
+#include <algorithm>
 #include <limits>
-#include <map>
+#include <optional>
 #include <utility>
 
 namespace babelqueue::artemis {
@@ -17,6 +18,9 @@ namespace babelqueue::artemis {
 namespace {
 
 constexpr std::uint16_t kDefaultPort = 5672;
+
+// publish_batch() hands the client this many messages at a time.
+constexpr std::size_t kChunkMessages = 64;
 
 Result<void> check_queue(std::string_view queue) {
   if (queue.empty()) return unexpected(Errc::invalid_argument, "the queue name is empty");
@@ -53,6 +57,7 @@ Result<std::unique_ptr<Transport>> Transport::open(Options options) {
   // Anycast: without it an address created on first attach is multicast and
   // a message sent before any receiver exists is dropped.
   c.terminus_capabilities = {"queue"};
+  c.reader = read_delivery;
   c.log = options.log;
   auto client = amqp10::Client::connect(std::move(c));
   if (!client) {
@@ -110,6 +115,10 @@ Capabilities Transport::capabilities() const {
   caps.redelivers_unsettled = true;
   caps.extendable_lease = false;  // no lock timeout: a held message stays held
   caps.batch_publish = true;
+  // ack_batch() is one hand-over to the connection's thread, but an ack is
+  // no round trip here (nothing waits for the broker): a Worker gathering
+  // acks for it (copies, a flusher thread) spent more than it saved.
+  caps.batch_ack = false;
   caps.ordering_key = true;               // AMQP group-id: Artemis message groups
   caps.deduplication = true;              // _AMQ_DUPL_ID, Artemis's duplicate detection
   caps.broker_dead_letter_policy = true;  // its dead-letter address after max-delivery-attempts
@@ -120,9 +129,12 @@ Capabilities Transport::capabilities() const {
 Result<void> Transport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
   if (auto ok = check_queue(queue); !ok) return ok;
   if (options.delay.count() < 0) return unexpected(Errc::invalid_argument, "artemis: a negative delay");
-  std::vector<proton::message> messages;
-  messages.push_back(make_message(body, options, std::nullopt));
-  auto sent = state_->client->send(queue, std::move(messages), state_->options.publish_timeout);
+  MessageEncoder encoder;
+  amqp10::EncodedMessages encoded;
+  if (auto appended = encoder.append(body, options, std::nullopt, encoded); !appended) {
+    return unexpected(appended.error().code(), "artemis: " + appended.error().message());
+  }
+  auto sent = state_->client->send(queue, std::move(encoded), state_->options.publish_timeout);
   if (!sent)
     return unexpected(sent.error().code(),
                       "artemis: publish to '" + std::string(queue) + "': " + sent.error().message());
@@ -130,29 +142,73 @@ Result<void> Transport::publish(std::string_view queue, std::string_view body, c
 }
 
 Result<void> Transport::publish_batch(std::span<const OutgoingMessage> messages) {
-  // One send per queue, in the order the queues first appear; each send
-  // keeps its messages' order.
-  std::vector<std::pair<std::string_view, std::vector<proton::message>>> groups;
-  std::map<std::string_view, std::size_t> index;
   for (const auto& m : messages) {
     if (auto ok = check_queue(m.queue); !ok) return ok;
     if (m.options.delay.count() < 0) return unexpected(Errc::invalid_argument, "artemis: a negative delay");
-    auto [it, inserted] = index.emplace(m.queue, groups.size());
-    if (inserted) groups.emplace_back(m.queue, std::vector<proton::message>{});
-    groups[it->second].second.push_back(make_message(m.body, m.options, std::nullopt));
   }
-  std::size_t done = 0;
-  for (auto& [queue, batch] : groups) {
-    const std::size_t n = batch.size();
-    auto sent = state_->client->send(queue, std::move(batch), state_->options.publish_timeout);
-    if (!sent) {
-      return unexpected(sent.error().code(), "artemis: batch publish to '" + std::string(queue) + "' (" +
-                                                 std::to_string(done) +
-                                                 " messages of earlier queues published): " + sent.error().message());
+  // Streamed: the messages are encoded a chunk at a time and each chunk is
+  // handed to the client as soon as it is full, so the first transfers are
+  // on the wire (and the broker journals them) while the rest are being
+  // encoded. Each queue has a chunk of its own: a queue's messages keep
+  // their order.
+  struct Chunk {
+    std::string_view queue;
+    amqp10::EncodedMessages messages;
+  };
+  struct Started {
+    std::string_view queue;
+    std::shared_ptr<amqp10::SendOp> op;
+    std::size_t count;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::vector<Chunk> open;
+  std::vector<Started> started;
+  std::optional<ErrorInfo> failure;
+  auto start = [&](Chunk& chunk) {
+    const std::size_t count = chunk.messages.size();
+    const auto deadline = std::chrono::steady_clock::now() + state_->options.publish_timeout;
+    auto op = state_->client->start_send(chunk.queue, std::move(chunk.messages));
+    chunk.messages = {};
+    if (!op) {
+      if (!failure)
+        failure = ErrorInfo(op.error().code(),
+                            "batch publish to '" + std::string(chunk.queue) + "': " + op.error().message());
+      return;
     }
-    done += n;
+    started.push_back(Started{chunk.queue, std::move(*op), count, deadline});
+  };
+  MessageEncoder encoder;
+  for (const auto& m : messages) {
+    if (failure) break;
+    auto chunk = std::find_if(open.begin(), open.end(), [&](const Chunk& c) { return c.queue == m.queue; });
+    if (chunk == open.end()) chunk = open.insert(open.end(), Chunk{m.queue, {}});
+    if (auto appended = encoder.append(m.body, m.options, std::nullopt, chunk->messages); !appended) {
+      failure = appended.error();
+      break;
+    }
+    if (chunk->messages.size() == kChunkMessages) start(*chunk);
   }
-  return {};
+  if (!failure) {
+    for (auto& chunk : open) {
+      if (!chunk.messages.empty()) start(chunk);
+    }
+  }
+  // Every chunk handed over is waited for, even after a failure: the
+  // count of accepted messages below is then exact.
+  std::size_t accepted = 0;
+  for (auto& s : started) {
+    if (auto done = state_->client->finish_send(*s.op, s.deadline); done) {
+      accepted += s.count;
+    } else if (!failure) {
+      failure =
+          ErrorInfo(done.error().code(), "batch publish to '" + std::string(s.queue) + "': " + done.error().message());
+    }
+  }
+  if (!failure) return {};
+  return unexpected(failure->code(), "artemis: " + failure->message() + " (" + std::to_string(accepted) + " of " +
+                                         std::to_string(messages.size()) +
+                                         " messages of the batch were published, counting whole chunks of " +
+                                         std::to_string(kChunkMessages) + ")");
 }
 
 Result<std::vector<Delivery>> Transport::receive(std::string_view queue, std::size_t max,
@@ -163,16 +219,42 @@ Result<std::vector<Delivery>> Transport::receive(std::string_view queue, std::si
   if (!incoming) return unexpected(incoming.error());
   std::vector<Delivery> out;
   out.reserve(incoming->size());
-  proton::message message;  // one for the batch: decoding into it reuses its storage
   for (auto& in : *incoming) {
-    message.decode(in.encoded);
-    out.push_back(to_delivery(queue, in.id, message));
+    if (in.read) {
+      out.push_back(std::move(static_cast<DeliveryRead&>(*in.read).delivery));
+      out.back().token.id = in.id;
+    } else {
+      out.push_back(to_delivery(queue, in.id, in.message));  // the reader threw: read here
+    }
   }
+  state_->client->recycle(*incoming);
   return out;
 }
 
 Result<void> Transport::ack(const Delivery& delivery) {
   return state_->client->settle(delivery.token.id, amqp10::Outcome::accepted());
+}
+
+Result<void> Transport::ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures) {
+  // One hand-over to the container's thread for the whole batch.
+  std::vector<std::uint64_t> ids;
+  ids.reserve(deliveries.size());
+  for (const auto& d : deliveries) ids.push_back(d.token.id);
+  std::vector<std::size_t> not_held;
+  if (auto settled = state_->client->settle(ids, amqp10::Outcome::accepted(), not_held); !settled) {
+    for (std::size_t i = 0; i < deliveries.size(); ++i) failures.push_back(AckFailure{i, settled.error()});
+    return unexpected(settled.error().code(), "artemis: none of " + std::to_string(deliveries.size()) +
+                                                  " deliveries was settled: " + settled.error().message());
+  }
+  if (not_held.empty()) return {};
+  for (const std::size_t i : not_held) {
+    failures.push_back(AckFailure{
+        i, ErrorInfo{Errc::not_found,
+                     "the delivery is no longer held (settled already, or its connection dropped and the broker "
+                     "delivers it again)"}});
+  }
+  return unexpected(Errc::not_found, std::to_string(not_held.size()) + " of " + std::to_string(deliveries.size()) +
+                                         " deliveries were not settled: no longer held");
 }
 
 Result<void> Transport::release(const Delivery& delivery, std::chrono::milliseconds delay) {
@@ -186,9 +268,10 @@ Result<void> Transport::release(const Delivery& delivery, std::chrono::milliseco
   copy.headers = delivery.headers;
   copy.delay = delay;
   copy.ordering_key = delivery.ordering_key;
-  std::vector<proton::message> messages;
-  messages.push_back(make_message(delivery.body, copy, next_count));
-  auto sent = state_->client->send(delivery.queue, std::move(messages), state_->options.publish_timeout);
+  MessageEncoder encoder;
+  amqp10::EncodedMessages encoded;
+  auto sent = encoder.append(delivery.body, copy, next_count, encoded);
+  if (sent) sent = state_->client->send(delivery.queue, std::move(encoded), state_->options.publish_timeout);
   if (!sent) {
     // The copy may not exist: give the original back now instead.
     auto released = state_->client->settle(delivery.token.id, amqp10::Outcome::failed());

@@ -232,8 +232,8 @@ Acceptance accepts(const Envelope& e) noexcept {
 
 // ---- re-emitting ------------------------------------------------------------------
 
-void Envelope::write_canonical(std::string& out, std::int64_t attempts, BlockMode mode,
-                               std::string_view block_json) const {
+void Envelope::write_canonical(std::string& out, std::int64_t attempts, BlockMode mode, std::string_view block_json,
+                               std::string_view trace_id_json) const {
   bool first = true;
   auto key = [&](std::string_view name) {
     out.append(first ? "{\"" : ",\"");
@@ -244,7 +244,11 @@ void Envelope::write_canonical(std::string& out, std::int64_t attempts, BlockMod
   for (Top t : {Top::job, Top::urn, Top::trace_id, Top::data}) {
     if (const auto& m = top_[static_cast<std::size_t>(t)]) {
       key(detail::kTopKeyNames[static_cast<std::size_t>(t)]);
-      append_compact(out, slice(m->value));
+      if (t == Top::trace_id && !trace_id_json.empty()) {
+        out.append(trace_id_json);
+      } else {
+        append_compact(out, slice(m->value));
+      }
     }
   }
   key("meta");
@@ -310,6 +314,20 @@ Result<std::string> Envelope::encode_redriven() const {
   out.reserve(body_size_);
   write_canonical(out, 0, BlockMode::remove, {});
   return out;
+}
+
+Result<Envelope> Envelope::with_trace_id(std::string_view trace_id) const {
+  if (auto ok = require_accepted(); !ok) return unexpected(ok.error());
+  if (is_blank(trace_id)) return unexpected(Errc::invalid_argument, "the trace_id must not be blank");
+  std::string trace_id_json;
+  if (auto r = write_json_string(trace_id_json, trace_id); !r) return unexpected(r.error());
+  std::string out;
+  out.reserve(body_size_ + trace_id_json.size());
+  write_canonical(out, attempts_, BlockMode::keep, {}, trace_id_json);
+  auto decoded = decode(out);
+  // Cannot fail for the canonical form of an accepted envelope.
+  if (!decoded) return unexpected(Errc::internal, "the re-encoded envelope did not decode: " + decoded.error().detail);
+  return std::move(*decoded);
 }
 
 Result<std::string> Envelope::encode_dead_letter(const DeadLetter& block) const {

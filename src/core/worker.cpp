@@ -371,7 +371,6 @@ class Worker::Impl {
         continue;
       }
       received += batch->size();
-      metrics_.received += batch->size();
       last_activity = std::chrono::steady_clock::now();
       // A flight from the moment it is received: its lease is kept alive
       // while it waits in the buffer too. Allocated before taking the lock,
@@ -383,6 +382,9 @@ class Worker::Impl {
         std::lock_guard lock(mutex_);
         for (auto& flight : flights) buffer_.push_back(std::move(flight));
       }
+      WorkerEvent fetched = event(WorkerEventKind::received, queue);
+      fetched.count = batch->size();
+      note(metrics_.received, fetched, batch->size());
       // Wake as many handlers as there are new messages, not every thread;
       // after unlocking, so a woken handler does not block on mutex_ at once.
       if (batch->size() == 1) {
@@ -490,7 +492,9 @@ class Worker::Impl {
   // them: none of them runs in this run.
   void release_unstarted(std::deque<std::shared_ptr<Flight>>& unstarted) {
     for (const auto& f : unstarted) {
-      if (f->claim()) release(f->delivery, {}, "the worker is stopping");
+      if (!f->claim()) continue;
+      note(event(WorkerEventKind::returned, f->delivery.queue));
+      release(f->delivery, {}, "the worker is stopping");
     }
     unstarted.clear();
   }
@@ -532,7 +536,9 @@ class Worker::Impl {
       lock.unlock();
       finished.reset();
       if (refill) room_.notify_one();  // the receive loop is the only waiter
+      note(event(WorkerEventKind::started, (*slot)->delivery.queue));
       process(**slot);
+      note(event(WorkerEventKind::finished, (*slot)->delivery.queue));
       lock.lock();
       mine.splice(mine.end(), flights_, slot);
       ++processed_;
@@ -597,17 +603,20 @@ class Worker::Impl {
   void process(Flight& flight) {
     const Delivery& d = flight.delivery;
     if (d.gate_rejection) {
+      note(event(WorkerEventKind::decoded, d.queue));
       poison(flight, nullptr, *d.gate_rejection, "the transport's bq-schema-version property is not \"1\"");
       return;
     }
     auto decoded = Envelope::decode(d.body, options_.decode);
     if (!decoded) {
+      note(event(WorkerEventKind::decoded, d.queue));
       poison(flight, nullptr, decoded.error().reason, decoded.error().detail);
       return;
     }
     Envelope& env = *decoded;
     flight.id = std::string(env.id());
     flight.id_known.store(true, std::memory_order_release);
+    note(event(WorkerEventKind::decoded, d.queue, &env));
     if (auto verdict = accepts(env); !verdict) {
       poison(flight, &env, *verdict.reason(), "the envelope breaks a rule of the wire contract");
       return;
@@ -629,7 +638,7 @@ class Worker::Impl {
         error = r.error().message();
         terminal = !r.error().retriable();
       } else {
-        if (ack_handled(flight)) metrics_.succeeded++;
+        if (ack_handled(flight)) note(metrics_.succeeded, event(WorkerEventKind::handled, d.queue, &env));
         return;
       }
     } catch (const ReleaseDelivery& later) {
@@ -649,7 +658,7 @@ class Worker::Impl {
       error = "a handler threw a non-standard exception";
       exception_type = current_exception_type_name();
     }
-    metrics_.failed++;
+    note(metrics_.failed, event(WorkerEventKind::failed, d.queue, &env));
     retry_or_dead_letter(flight, env, DeadLetterReason::failed, error, exception_type, std::nullopt, terminal);
   }
 
@@ -657,21 +666,21 @@ class Worker::Impl {
   void apply(Flight& flight, Envelope& env, const HandlerOutcome& outcome) {
     switch (outcome.kind()) {
       case HandlerOutcome::Kind::ack:
-        if (ack_handled(flight)) metrics_.succeeded++;
+        if (ack_handled(flight)) note(metrics_.succeeded, event(WorkerEventKind::handled, flight.delivery.queue, &env));
         return;
       case HandlerOutcome::Kind::retry:
         retry_or_dead_letter(flight, env, DeadLetterReason::failed, outcome.reason(), std::nullopt,
                              outcome.delay().count() > 0 ? std::optional(outcome.delay()) : std::nullopt);
         return;
       case HandlerOutcome::Kind::dead_letter:
-        metrics_.failed++;
+        note(metrics_.failed, event(WorkerEventKind::failed, flight.delivery.queue, &env));
         retry_or_dead_letter(flight, env, DeadLetterReason::failed, outcome.reason(), std::nullopt, std::nullopt,
                              /*terminal=*/true);
         return;
       case HandlerOutcome::Kind::drop:
         log(LogLevel::warning, concat({"message ", env.id(), " on ", flight.delivery.queue,
                                        " is dropped by its handler: ", outcome.reason()}));
-        metrics_.dropped++;
+        note(metrics_.dropped, event(WorkerEventKind::dropped, flight.delivery.queue, &env));
         ack(flight);
         return;
     }
@@ -692,16 +701,16 @@ class Worker::Impl {
   }
 
   void unknown_urn(Flight& flight, Envelope& env) {
-    metrics_.unknown_urn++;
+    note(metrics_.unknown_urn, event(WorkerEventKind::unknown_urn, flight.delivery.queue, &env));
     const std::string error = concat({"no handler for URN \"", env.urn(), "\""});
     switch (options_.unknown_urn) {
       case UnknownUrnStrategy::fail:
-        metrics_.failed++;
+        note(metrics_.failed, event(WorkerEventKind::failed, flight.delivery.queue, &env));
         retry_or_dead_letter(flight, env, DeadLetterReason::unknown_urn, error, std::nullopt);
         return;
       case UnknownUrnStrategy::drop:
         log(LogLevel::info, error + ": deleted (unknown-URN strategy delete)");
-        metrics_.dropped++;
+        note(metrics_.dropped, event(WorkerEventKind::dropped, flight.delivery.queue, &env));
         ack(flight);
         return;
       case UnknownUrnStrategy::release:
@@ -713,7 +722,7 @@ class Worker::Impl {
       case UnknownUrnStrategy::dead_letter:
         if (!options_.dead_letter) {
           log(LogLevel::warning, error + ": deleted (dead_letter strategy without a dead-letter queue)");
-          metrics_.dropped++;
+          note(metrics_.dropped, event(WorkerEventKind::dropped, flight.delivery.queue, &env));
           ack(flight);
           return;
         }
@@ -744,7 +753,7 @@ class Worker::Impl {
                                                   " failed for good and is dropped (dead-lettering is off): ", error})
                                         : concat({"message ", env.id(), " failed ", std::to_string(next),
                                                   " times and is dropped (dead-lettering is off): ", error}));
-        metrics_.dropped++;
+        note(metrics_.dropped, event(WorkerEventKind::dropped, flight.delivery.queue, &env));
         ack(flight);
       }
       return;
@@ -768,13 +777,13 @@ class Worker::Impl {
     auto published =
         body ? transport_.publish(flight.delivery.queue, *body, publish) : Result<void>(unexpected(body.error()));
     if (!published) {
-      metrics_.settle_errors++;
+      note(metrics_.settle_errors, event(WorkerEventKind::settle_error, flight.delivery.queue, &env));
       log(LogLevel::error, concat({"the retry of message ", env.id(), " could not be published (",
                                    published.error().message(), "); the original is released instead"}));
       release(flight.delivery, error_release_delay(), "retry publish failed");
       return;
     }
-    metrics_.retried++;
+    note(metrics_.retried, event(WorkerEventKind::retried, flight.delivery.queue, &env));
     // A message of an unknown URN is left for a consumer that knows it:
     // not work this run waits for.
     if (reason != DeadLetterReason::unknown_urn) note_own_delayed(delay);
@@ -793,11 +802,11 @@ class Worker::Impl {
       if (flight.claim()) release(flight.delivery, error_release_delay(), "dead-letter body failed");
       return;
     }
-    publish_dead_letter(flight, *body, block, {});
+    publish_dead_letter(flight, &env, *body, block, {});
   }
 
   void poison(Flight& flight, const Envelope* env, Rejection reason, std::string_view detail) {
-    metrics_.poison++;
+    note(metrics_.poison, event(WorkerEventKind::poison, flight.delivery.queue, env));
     const Delivery& d = flight.delivery;
     const std::string error = concat({to_string(reason), ": ", detail});
     log(LogLevel::warning, concat({"poison message on ", d.queue, ": ", error}));
@@ -809,7 +818,7 @@ class Worker::Impl {
         if (flight.claim()) release(d, {}, "left to the broker's dead-letter policy");
         return;
       }
-      metrics_.dropped++;
+      note(metrics_.dropped, event(WorkerEventKind::dropped, d.queue, env));
       ack(flight);
       return;
     }
@@ -825,12 +834,13 @@ class Worker::Impl {
     }
     Headers extra;
     extra[std::string(kDeadLetterReasonHeader)] = "poison";
-    if (publish_dead_letter(flight, body, block, extra) && options_.hooks.on_poison) {
+    if (publish_dead_letter(flight, env, body, block, extra) && options_.hooks.on_poison) {
       options_.hooks.on_poison(PoisonEvent{d.queue, d.body, reason, detail, true});
     }
   }
 
-  bool publish_dead_letter(Flight& flight, const std::string& body, const DeadLetter& block, const Headers& extra) {
+  bool publish_dead_letter(Flight& flight, const Envelope* env, const std::string& body, const DeadLetter& block,
+                           const Headers& extra) {
     const std::string dlq = options_.dead_letter_queue.empty() ? transport_.dead_letter_queue(flight.delivery.queue)
                                                                : options_.dead_letter_queue;
     PublishOptions publish;
@@ -839,18 +849,39 @@ class Worker::Impl {
     for (const auto& [k, v] : extra) publish.headers[k] = v;
     if (!flight.claim()) return false;
     if (auto r = transport_.publish(dlq, body, publish); !r) {
-      metrics_.settle_errors++;
+      note(metrics_.settle_errors, event(WorkerEventKind::settle_error, flight.delivery.queue, env));
       log(LogLevel::error, concat({"publishing to the dead-letter queue ", dlq, " failed (", r.error().message(),
                                    "); the original is released instead"}));
       release(flight.delivery, error_release_delay(), "dead-letter publish failed");
       return false;
     }
-    metrics_.dead_lettered++;
+    WorkerEvent dead = event(WorkerEventKind::dead_lettered, flight.delivery.queue, env);
+    dead.reason = dead_letter_reason_from_string(block.reason);
+    note(metrics_.dead_lettered, dead);
     if (options_.hooks.on_dead_letter) {
       options_.hooks.on_dead_letter(DeadLetterEvent{flight.delivery.queue, dlq, &block, body});
     }
     settle_ack(flight.delivery);
     return true;
+  }
+
+  // ---- events (worker_event.hpp) ----
+
+  // Counts in WorkerMetrics, then tells the middleware.
+  void note(std::atomic<std::uint64_t>& counter, const WorkerEvent& event, std::uint64_t n = 1) {
+    counter += n;
+    if (!chain_.empty()) chain_.notify(event);
+  }
+  void note(const WorkerEvent& event) {
+    if (!chain_.empty()) chain_.notify(event);
+  }
+  static WorkerEvent event(WorkerEventKind kind, std::string_view queue, const Envelope* env = nullptr) {
+    WorkerEvent e{kind, queue};
+    if (env != nullptr) {
+      e.urn = env->urn();
+      e.envelope = env;
+    }
+    return e;
   }
 
   // ---- settling ----
@@ -870,7 +901,7 @@ class Worker::Impl {
   // Not a handler failure: the broker will deliver the message again (a
   // stale delivery, Errc::not_found, has already been delivered again).
   void ack_failed(const Delivery& d, const ErrorInfo& error) {
-    metrics_.settle_errors++;
+    note(metrics_.settle_errors, event(WorkerEventKind::settle_error, d.queue));
     log(LogLevel::warning,
         concat({"ack on ", d.queue, " failed (", error.message(), "); the message may be delivered again"}));
   }
@@ -946,12 +977,12 @@ class Worker::Impl {
 
   void release(const Delivery& d, std::chrono::milliseconds delay, std::string_view why) {
     if (auto r = transport_.release(d, delay); !r) {
-      metrics_.settle_errors++;
+      note(metrics_.settle_errors, event(WorkerEventKind::settle_error, d.queue));
       log(LogLevel::error, concat({"release on ", d.queue, " (", why, ") failed: ", r.error().message(),
                                    "; the broker redelivers it when its lease ends"}));
       return;
     }
-    metrics_.released++;
+    note(metrics_.released, event(WorkerEventKind::released, d.queue));
     note_own_delayed(delay);
   }
 

@@ -311,6 +311,51 @@ TEST_F(ArtemisIntegration, ASettledDeliveryIsNotFoundTheSecondTime) {
   EXPECT_EQ(again.error().code(), bq::Errc::not_found);
 }
 
+TEST_F(ArtemisIntegration, AckBatchSettlesEveryHeldDeliveryAndNamesTheStaleOnes) {
+  const std::string q = bq::testing::unique_queue("ackbatch");
+  std::vector<bq::OutgoingMessage> batch;
+  for (int n = 0; n < 3; ++n) batch.push_back({q, envelope("urn:test:ackbatch", n, q), {}});
+  ASSERT_TRUE(transport_->publish_batch(batch));
+  auto got = receive_all(q, 3);
+  ASSERT_EQ(got.size(), 3U);
+  ASSERT_TRUE(transport_->ack(got[1]));  // settled already: stale in the batch below
+  std::vector<bq::AckFailure> failures;
+  auto settled = transport_->ack_batch(got, failures);
+  ASSERT_FALSE(settled);
+  EXPECT_EQ(settled.error().code(), bq::Errc::not_found) << settled.error().message();
+  ASSERT_EQ(failures.size(), 1U);
+  EXPECT_EQ(failures[0].index, 1U);
+  EXPECT_EQ(failures[0].error.code(), bq::Errc::not_found);
+  // Settled for good: a new connection gets nothing back.
+  transport_->close(2s);
+  transport_ = open("");
+  EXPECT_TRUE(receive_all(q, 1, 1s).empty());
+}
+
+TEST_F(ArtemisIntegration, ABatchOverSeveralChunksAndQueuesKeepsEachQueuesOrder) {
+  // More messages than one chunk of the streamed publish_batch, interleaved
+  // over two queues: every message arrives, each queue's in publish order.
+  const std::string a = bq::testing::unique_queue("chunks-a");
+  const std::string b = bq::testing::unique_queue("chunks-b");
+  std::vector<bq::OutgoingMessage> batch;
+  for (int n = 0; n < 150; ++n) {
+    const std::string& q = n % 3 == 0 ? b : a;
+    batch.push_back({q, envelope("urn:test:chunks", n, q), {}});
+  }
+  ASSERT_TRUE(transport_->publish_batch(batch));
+  for (const std::string& q : {a, b}) {
+    std::vector<std::string> expected;
+    for (const auto& m : batch) {
+      if (m.queue == q) expected.push_back(m.body);
+    }
+    auto got = receive_all(q, expected.size(), 10s);
+    ASSERT_EQ(got.size(), expected.size()) << q;
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].body, expected[i]) << q << " message " << i;
+    ASSERT_TRUE(transport_->ack_batch(got));
+    EXPECT_TRUE(receive_all(q, 1, 300ms).empty());
+  }
+}
+
 TEST_F(ArtemisIntegration, UnsettledMessagesComeBackWhenTheConnectionCloses) {
   const std::string q = bq::testing::unique_queue("unsettled");
   ASSERT_TRUE(transport_->publish(q, envelope("urn:test:unsettled", 1, q)));

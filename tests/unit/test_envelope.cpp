@@ -232,6 +232,23 @@ TEST(EnvelopeReemit, SetAttemptsIsWhatIsWritten) {
   EXPECT_EQ(env.encode().value(), R"({"job":"u","trace_id":"t","data":{},"meta":{"schema_version":1},"attempts":3})");
 }
 
+TEST(EnvelopeReemit, WithTraceIdChangesOnlyTheTraceId) {
+  const std::string body =
+      R"({"job":"urn:a","trace_id":"t","data":{"f":1.10},"meta":{"id":"i","queue":"q","schema_version":1,)"
+      R"("created_at":1,"x":2},"attempts":4,"x-top":[null]})";
+  auto env = decode(body);
+  auto moved = env.with_trace_id("0af76519-16cd-43dd-8448-eb211c80319c").value();
+  std::string expected = body;
+  expected.replace(expected.find("\"t\""), 3, "\"0af76519-16cd-43dd-8448-eb211c80319c\"");
+  EXPECT_EQ(moved.body(), expected);
+  EXPECT_EQ(moved.trace_id(), "0af76519-16cd-43dd-8448-eb211c80319c");
+  EXPECT_EQ(moved.id(), "i");
+  EXPECT_EQ(moved.attempts(), 4);
+  EXPECT_EQ(env.with_trace_id(" ").error().code(), bq::Errc::invalid_argument);
+  EXPECT_EQ(env.with_trace_id("\xff").error().code(), bq::Errc::invalid_utf8);
+  EXPECT_EQ(decode(R"({"job":"u","meta":{"schema_version":2}})").with_trace_id("t").error().code(), bq::Errc::rejected);
+}
+
 // ---- dead letter ----------------------------------------------------------------------
 
 bq::DeadLetter block(std::string reason = "failed") {

@@ -10,6 +10,12 @@
 #include <babelqueue/redrive.hpp>
 #include <babelqueue/transport.hpp>
 
+#if defined(BQ_CLI_OTEL)
+#include "tracing.hpp"
+
+#include <babelqueue/binding.hpp>
+#endif
+
 #include <atomic>
 #include <iostream>
 #include <memory>
@@ -67,6 +73,34 @@ int run_publish(const GlobalOptions& global, const PublishArgs& args) {
   Progress progress(StdoutUse::while_running, [&] {
     return "publish " + args.queue + ": " + std::to_string(published.load()) + "/" + std::to_string(args.count);
   });
+#if defined(BQ_CLI_OTEL)
+  // Traced: one message at a time through the tracing middleware, so that
+  // each span covers its own send and its traceparent goes with it.
+  Tracing tracing;
+  if (tracing.enabled()) {
+    const PublishStep send = MiddlewareChain({tracing.middleware()}).compose_publish([&](PublishRequest& request) {
+      const auto fields = binding::ContractFields::of(request.envelope);
+      request.options.contract = &fields;
+      auto sent = transport->publish(request.queue, request.envelope.body(), request.options);
+      request.options.contract = nullptr;
+      return sent;
+    });
+    for (std::size_t i = 0; i < args.count; ++i) {
+      auto env = Envelope::make(args.urn, *data, make);
+      if (!env) return fail(env.error().message());
+      PublishRequest request{args.queue, std::move(*env), &*data, options};
+      if (auto r = send(request); !r) {
+        transport->close();
+        return fail("publishing failed after " + std::to_string(i) + " messages: " + r.error().message());
+      }
+      std::cout << request.envelope.id() << '\n';
+      ++published;
+    }
+    std::cout.flush();
+    transport->close();
+    return kExitOk;
+  }
+#endif
   // Made and published a batch at a time, so --count needs little memory.
   std::vector<OutgoingMessage> batch;
   std::vector<std::string> ids;
@@ -280,6 +314,37 @@ Value redrive_json(const RedriveResult& result) {
   return Value(std::move(out));
 }
 
+#if defined(BQ_CLI_OTEL)
+std::uint64_t unix_nanos_now() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+// One PRODUCER span "redrive <urn>" per message moved, in the message's own
+// trace (its trace_id's, under the family's synthetic parent), spanning the
+// redrive run that moved it.
+void record_redrive_spans(const otel::Tracer& tracer, const std::string& dlq, const RedriveResult& result,
+                          std::uint64_t started, std::uint64_t ended) {
+  for (const RedriveItem& item : result.items) {
+    if (!item.redriven || item.trace_id.empty()) continue;
+    otel::SpanStart start;
+    start.parent = otel::synthetic_parent(item.trace_id);
+    start.start_unix_nano = started;
+    otel::Span span = tracer.start_span("redrive " + item.urn, otel::SpanKind::producer, start);
+    span.set_attribute("messaging.system", std::string("babelqueue"));
+    span.set_attribute("messaging.operation", std::string("publish"));
+    span.set_attribute("messaging.destination.name", item.to);
+    span.set_attribute("messaging.message.id", item.message_id);
+    span.set_attribute("messaging.message.conversation_id", item.trace_id);
+    span.set_attribute("messaging.babelqueue.redriven_from", dlq);
+    span.set_attribute("messaging.babelqueue.dead_letter_reason", item.reason);
+    span.set_attribute("messaging.babelqueue.replay", item.bypassed);
+    span.end(ended);
+  }
+}
+#endif
+
 int run_redrive(const GlobalOptions& global, const RedriveArgs& args) {
   auto transport = open_transport_or_report(global);
   if (!transport) return kExitFailure;
@@ -290,9 +355,17 @@ int run_redrive(const GlobalOptions& global, const RedriveArgs& args) {
   options.bypass = args.bypass;
   options.wait = seconds(args.wait_seconds);
   const std::string dlq = queue_name(*transport, args.dlq);
+#if defined(BQ_CLI_OTEL)
+  Tracing tracing;
+  const std::uint64_t started = unix_nanos_now();
+#endif
   RedriveResult progress;
   auto result = redrive(*transport, dlq, options, progress);
   transport->close();
+#if defined(BQ_CLI_OTEL)
+  // Spans for the messages moved, also when the run stopped midway.
+  if (tracing.enabled()) record_redrive_spans(*tracing.tracer(), dlq, progress, started, unix_nanos_now());
+#endif
   // A run that stopped midway still reports what it did before failing.
   if (!result && progress.items.empty()) return fail("redrive of " + dlq + " failed: " + result.error().message());
   if (args.json) {

@@ -13,6 +13,13 @@
 #include <babelqueue/idempotency/middleware.hpp>
 #include <babelqueue/idempotency/store_registry.hpp>
 #endif
+#if defined(BQ_CLI_OTEL)
+#include "tracing.hpp"
+#endif
+#if defined(BQ_CLI_METRICS)
+#include <babelqueue/metrics/middleware.hpp>
+#include <babelqueue/metrics/server.hpp>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -49,6 +56,8 @@ struct WorkArgs {
   bool no_claim = false;
   bool pass_credentials = false;
   double claim_lease = 30;
+  // --metrics: where /metrics is served (empty = not served).
+  std::string metrics;
   // Whether the optional ones were given.
   bool idle_exit_given = false;
   bool unreachable_exit_given = false;
@@ -56,8 +65,8 @@ struct WorkArgs {
 };
 
 // The variables the command gets on top of the worker's own environment.
-constexpr const char* kMessageVariables[] = {"BQ_URN",      "BQ_TRACE_ID", "BQ_MESSAGE_ID",
-                                             "BQ_ATTEMPTS", "BQ_QUEUE",    "BQ_HEADERS"};
+constexpr const char* kMessageVariables[] = {"BQ_URN",   "BQ_TRACE_ID", "BQ_MESSAGE_ID", "BQ_ATTEMPTS",
+                                             "BQ_QUEUE", "BQ_HEADERS",  "TRACEPARENT",   "TRACESTATE"};
 
 // The SDK's own credentials: the broker URL (its password) and the AWS keys
 // the SQS transport reads. Not handed to commands unless asked
@@ -207,6 +216,26 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
   }
   if (args.unreachable_exit_given) limits.unreachable_exit = seconds(args.unreachable_exit);
   options.log = console_log_sink();
+#if defined(BQ_CLI_OTEL)
+  // First, so that its span covers the rest (docs/adr/0018).
+  Tracing tracing;
+  if (tracing.enabled()) options.middleware.push_back(tracing.middleware());
+#endif
+#if defined(BQ_CLI_METRICS)
+  std::unique_ptr<metrics::MetricsServer> metrics_server;
+  if (!args.metrics.empty()) {
+    auto counting = std::make_shared<metrics::Middleware>();
+    try {
+      metrics_server = std::make_unique<metrics::MetricsServer>(args.metrics, counting->registry());
+    } catch (const Error& e) {
+      return fail("work: " + std::string(e.what()));
+    }
+    const std::string host = args.metrics.substr(0, args.metrics.rfind(':'));
+    Console::instance().line("babelqueue: metrics on http://" + host + ":" + std::to_string(metrics_server->port()) +
+                             "/metrics");
+    options.middleware.push_back(std::move(counting));
+  }
+#endif
 #if defined(BQ_CLI_IDEMPOTENCY)
   if (!args.idempotency.empty()) {
     auto store = idempotency::open_store(args.idempotency);
@@ -234,6 +263,14 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
     spec.environment.push_back("BQ_ATTEMPTS=" + std::to_string(message.attempts()));
     spec.environment.push_back("BQ_QUEUE=" + std::string(message.queue()));
     spec.environment.push_back("BQ_HEADERS=" + headers_json(message.headers()));
+#if defined(BQ_CLI_OTEL)
+    // The consumer span, for a command that traces too (the W3C names for
+    // trace context in the environment).
+    if (const auto span = otel::current_span_context()) {
+      spec.environment.push_back("TRACEPARENT=" + otel::format_traceparent(*span));
+      if (!span->trace_state.empty()) spec.environment.push_back("TRACESTATE=" + span->trace_state);
+    }
+#endif
     spec.input = message.envelope().body();
     auto outcome = run_child(spec);
     if (!outcome) return unexpected(outcome.error());
@@ -340,6 +377,12 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
       work->add_option("--backoff-multiplier", args->backoff_multiplier, "Delay retries: growth per retry")
           ->check(number_between(1.0, 1000.0))
           ->type_name("X");
+#if defined(BQ_CLI_METRICS)
+  work->add_option("--metrics", args->metrics,
+                   "Serve Prometheus metrics on http://ADDRESS/metrics while working (e.g. 127.0.0.1:9464; port 0 "
+                   "takes a free one, printed at start)")
+      ->type_name("ADDRESS");
+#endif
   work->add_option("--shutdown-deadline", args->shutdown_deadline,
                    "On SIGTERM/SIGINT, how long running commands may finish before they get SIGTERM and their "
                    "messages are handed back")

@@ -109,11 +109,17 @@ class Transport final : public babelqueue::Transport {
   Capabilities capabilities() const override;
   Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override;
   /// All messages go out at once, as many in flight as the broker's credit
-  /// allows; done when the broker has accepted each one.
+  /// allows, the first ones while the later ones are still being encoded;
+  /// done when the broker has accepted each one. On a failure the error
+  /// counts the messages accepted.
   Result<void> publish_batch(std::span<const OutgoingMessage> messages) override;
   Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
                                         std::chrono::milliseconds wait) override;
   Result<void> ack(const Delivery& delivery) override;
+  /// Every delivery accepted in one hand-over to the connection's thread
+  /// (Capabilities::batch_ack); each is settled on its own on the wire.
+  using babelqueue::Transport::ack_batch;
+  Result<void> ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures) override;
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
   /// A receiver link with distribution-mode "copy", which Artemis serves with
   /// a queue browser: the messages stay, their delivery count unchanged.

@@ -81,8 +81,7 @@ Result<proton::message> round_trip(const std::string& url_text, const std::strin
   if (!received) return unexpected(received.error());
   if (received->empty()) return unexpected(Errc::not_found, "the published message was not received back");
   static_cast<void>((*client)->settle(received->front().id, amqp10::Outcome::accepted()));
-  proton::message message;
-  message.decode(received->front().encoded);
+  proton::message message = std::move(received->front().message);
   (*client)->close();
   return message;
 }

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tracing middleware (library babelqueue::otel): the family's
+// OpenTelemetry spans (SPEC ADR-0025, ADR-0028) on a Worker.
+//
+//   auto tracer = std::make_shared<babelqueue::otel::Tracer>(options);
+//   worker.use(std::make_shared<babelqueue::otel::Middleware>(tracer));
+//
+// Consume: a CONSUMER span "process <urn>" around the handler (and every
+// middleware added after this one), current on the handler's thread while
+// it runs. Its parent is the delivery's traceparent header when that parses,
+// else the trace_id's synthetic parent (trace_context.hpp). Attributes, as
+// the family sets them: messaging.system "babelqueue", messaging.operation
+// "process", messaging.destination.name (meta.queue),
+// messaging.message.id (meta.id), messaging.message.conversation_id
+// (trace_id), messaging.babelqueue.attempts. A handler that fails (an error,
+// an exception, a retry or dead-letter outcome) sets status error with the
+// reason; the failure goes on to the Worker unchanged. A message handed back
+// (ReleaseDelivery) or acked by an outcome is not an error.
+//
+// Publish (Worker::publish): a PRODUCER span "publish <urn>" whose parent is
+// the thread's current span context (a handler's consumer span), else a
+// valid traceparent the caller put in PublishParams::headers, else none: a
+// root span in the trace the envelope's trace_id maps to. With a parent, the
+// envelope's trace_id is stamped with the parent's trace (as a UUID) when it
+// differs, as the family's publish does. traceparent (and tracestate) go
+// into the publish's headers, replacing the caller's. Attributes:
+// messaging.system, messaging.operation "publish",
+// messaging.destination.name (the URN, as the family has it) and, once
+// sent, messaging.message.id.
+//
+// Order: add it first, so that its span covers the other middleware
+// (docs/adr/0018): consume span -> metrics -> idempotency -> handler.
+//
+// Retries, dead-letter copies and redrives keep a message's headers, so a
+// retried message stays in its trace on every transport.
+#pragma once
+
+#include <babelqueue/middleware.hpp>
+#include <babelqueue/otel/tracer.hpp>
+
+#include <memory>
+
+namespace babelqueue::otel {
+
+class Middleware final : public babelqueue::Middleware {
+ public:
+  /// A null tracer is an Errc::invalid_argument Error.
+  explicit Middleware(std::shared_ptr<const Tracer> tracer);
+
+  Result<void> handle(const Message& message, const MessageHandler& next) override;
+  Result<void> publish(PublishRequest& request, const PublishStep& next) override;
+
+  const Tracer& tracer() const noexcept { return *tracer_; }
+
+ private:
+  std::shared_ptr<const Tracer> tracer_;
+};
+
+}  // namespace babelqueue::otel

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// SpanSink: where a Tracer hands each recorded span when it ends. The OTLP
+// exporter (otlp_exporter.hpp) is one; an application that already runs
+// opentelemetry-cpp writes its own that feeds its span processor
+// (docs/observability.md), and a test may keep the spans in memory.
+//
+// Thread-safety: on_end() is called from every thread that ends a span
+// (handler threads, publishing threads) at once, and on the handler's path:
+// it must be thread-safe and must not block (queue the span and return).
+#pragma once
+
+#include <babelqueue/otel/span_data.hpp>
+
+namespace babelqueue::otel {
+
+class SpanSink {
+ public:
+  virtual ~SpanSink() = default;
+  virtual void on_end(SpanData&& span) noexcept = 0;
+};
+
+}  // namespace babelqueue::otel

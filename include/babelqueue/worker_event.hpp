@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// WorkerEvent: what a Worker tells its middleware happened to its messages
+// (Middleware::on_event, docs/adr/0027), so a component can count, time and
+// gauge a worker without the Worker knowing it: every change of
+// WorkerMetrics comes with one, plus where a delivery is (buffered, in a
+// handler thread).
+//
+// Per delivery: received (when taken from the transport, into the buffer),
+// then either started ... finished around its processing by a handler
+// thread, with decoded once its URN is known and the outcomes of that
+// processing between them, or returned (released unstarted when a run
+// stops).
+#pragma once
+
+#include <babelqueue/dead_letter.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace babelqueue {
+
+class Envelope;
+
+enum class WorkerEventKind {
+  received,       ///< count deliveries taken from the transport into the buffer (queue only)
+  started,        ///< a handler thread took a delivery from the buffer
+  decoded,        ///< its URN is known (urn, envelope; urn empty for poison)
+  finished,       ///< the handler thread is done with it, whatever the outcome
+  returned,       ///< count buffered deliveries released unstarted (a run stopping)
+  handled,        ///< handled and acked (WorkerMetrics::succeeded)
+  failed,         // a handler failure, including an unknown URN under "fail"
+  retried,        ///< republished with attempts+1
+  dead_lettered,  ///< published to the dead-letter queue (reason)
+  poison,         ///< a poison message seen
+  unknown_urn,    ///< a message with no handler
+  dropped,        ///< acked without being handled or dead-lettered, by choice
+  released,       ///< handed back to the broker for redelivery
+  settle_error,   ///< an ack, release or republish that failed
+};
+
+struct WorkerEvent {
+  WorkerEventKind kind;
+  std::string_view queue;                  ///< the queue the delivery came from
+  std::string_view urn;                    ///< empty when not known
+  const Envelope* envelope = nullptr;      ///< when decoded
+  std::size_t count = 1;                   ///< received, returned: how many
+  std::optional<DeadLetterReason> reason;  ///< dead_lettered: why
+};
+
+}  // namespace babelqueue

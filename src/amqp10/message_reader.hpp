@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// MessageReader: what a transport makes of a received message, made on the
+// connection's thread while proton's decoded message is at hand.
+//
+// Proton decodes every delivery of a connection into one message object, so
+// that object is hot in the cache when on_message runs. Reading it there
+// into the transport's own compact form (a Delivery) keeps it so; handing
+// the message itself over instead means buffering a decoded message per
+// delivery (several kilobytes spread over a dozen allocations) and reading
+// it later on another core.
+//
+// Thread-safety: a reader runs on the connection's thread only, one message
+// at a time.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <proton/message.hpp>
+#include <string_view>
+
+namespace babelqueue::amqp10 {
+
+// A reader's result: the transport's own type, derived from this one.
+struct Read {
+  virtual ~Read() = default;
+};
+
+// Reads message, received from address. It must not throw: a reader that
+// throws gets the message handed over as if there were no reader.
+using MessageReader = std::function<std::unique_ptr<Read>(std::string_view address, const proton::message& message)>;
+
+}  // namespace babelqueue::amqp10

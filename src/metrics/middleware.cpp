@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <babelqueue/error.hpp>
+#include <babelqueue/message.hpp>
+#include <babelqueue/metrics/middleware.hpp>
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace babelqueue::metrics {
+
+namespace {
+
+constexpr std::string_view kOther = "other";
+
+// The metrics of one queue label.
+struct QueueMetrics {
+  prometheus::Counter* poison;
+  prometheus::Counter* released;
+  prometheus::Counter* settle_errors;
+  prometheus::Gauge* in_flight;
+  prometheus::Gauge* prefetched;
+  prometheus::Histogram* publish_duration;
+};
+
+// The metrics of one (queue, URN) label pair.
+struct UrnMetrics {
+  QueueMetrics* queue;
+  prometheus::Counter* received;
+  prometheus::Counter* handled;
+  prometheus::Counter* failed;
+  prometheus::Counter* retried;
+  std::array<prometheus::Counter*, 3> dead_lettered;  // by DeadLetterReason
+  prometheus::Counter* unknown_urn;
+  prometheus::Counter* dropped;
+  prometheus::Counter* published;
+  prometheus::Counter* published_bytes;
+  prometheus::Counter* publish_errors;
+  prometheus::Histogram* handler_duration;
+  prometheus::Histogram* latency;
+};
+
+struct PairView {
+  std::string_view queue, urn;
+};
+struct PairKey {
+  std::string queue, urn;
+};
+struct PairHash {
+  using is_transparent = void;
+  std::size_t operator()(PairView v) const noexcept {
+    const std::size_t h = std::hash<std::string_view>{}(v.queue);
+    return h ^ (std::hash<std::string_view>{}(v.urn) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+  }
+  std::size_t operator()(const PairKey& k) const noexcept { return (*this)(PairView{k.queue, k.urn}); }
+};
+struct PairEqual {
+  using is_transparent = void;
+  static PairView view(const PairKey& k) noexcept { return {k.queue, k.urn}; }
+  static PairView view(PairView v) noexcept { return v; }
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const noexcept {
+    return view(a).queue == view(b).queue && view(a).urn == view(b).urn;
+  }
+};
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
+// Tells apart the middleware a thread's cache (below) belongs to, even one
+// built where a destroyed one was.
+std::atomic<std::uint64_t> next_instance{1};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void check_buckets(const std::vector<double>& buckets, const char* name) {
+  if (buckets.empty() || !std::is_sorted(buckets.begin(), buckets.end()) ||
+      std::adjacent_find(buckets.begin(), buckets.end()) != buckets.end()) {
+    throw Error(Errc::invalid_argument, std::string("metrics::Options::") + name + " must rise strictly");
+  }
+}
+
+}  // namespace
+
+class Middleware::Impl {
+ public:
+  explicit Impl(Options options)
+      : instance_(next_instance.fetch_add(1)),
+        options_(std::move(options)),
+        registry_(options_.registry ? options_.registry : std::make_shared<prometheus::Registry>()),
+        received_(counter("babelqueue_messages_received_total",
+                          "Deliveries a handler thread took up, by queue and URN (empty for poison)")),
+        handled_(counter("babelqueue_messages_handled_total", "Messages handled and acknowledged")),
+        failed_(counter("babelqueue_messages_failed_total",
+                        "Handler failures, including unknown URNs under the fail strategy")),
+        retried_(counter("babelqueue_messages_retried_total", "Messages republished for a retry (attempts + 1)")),
+        dead_lettered_(counter("babelqueue_messages_dead_lettered_total",
+                               "Messages published to the dead-letter queue, by reason")),
+        poison_(counter("babelqueue_messages_poison_total", "Poison messages (not a readable envelope)")),
+        unknown_urn_(counter("babelqueue_messages_unknown_urn_total", "Messages whose URN has no handler")),
+        dropped_(counter("babelqueue_messages_dropped_total",
+                         "Messages acknowledged without being handled or dead-lettered, by choice")),
+        released_(counter("babelqueue_messages_released_total", "Messages handed back to the broker for redelivery")),
+        settle_errors_(counter("babelqueue_settle_errors_total", "Acks, releases and republishes that failed")),
+        published_(counter("babelqueue_published_total", "Messages published (Worker::publish)")),
+        published_bytes_(counter("babelqueue_published_bytes_total", "Bytes of the bodies published")),
+        publish_errors_(counter("babelqueue_publish_errors_total", "Publishes that failed")),
+        in_flight_(gauge("babelqueue_messages_in_flight", "Deliveries being processed by a handler thread")),
+        prefetched_(gauge("babelqueue_messages_prefetched", "Deliveries received and waiting for a handler thread")),
+        handler_duration_(histogram("babelqueue_handler_duration_seconds",
+                                    "Time in the handler (and the middleware inside this one)")),
+        latency_(histogram("babelqueue_end_to_end_latency_seconds",
+                           "From meta.created_at to the handler's end, for handled and failed messages")),
+        publish_duration_(
+            histogram("babelqueue_publish_duration_seconds", "From a publish to the broker's confirmation")) {
+    if (options_.max_queues == 0 || options_.max_urns == 0) {
+      throw Error(Errc::invalid_argument, "metrics::Options: max_queues and max_urns must be at least 1");
+    }
+    check_buckets(options_.handler_buckets, "handler_buckets");
+    check_buckets(options_.latency_buckets, "latency_buckets");
+    check_buckets(options_.publish_buckets, "publish_buckets");
+  }
+
+  std::shared_ptr<prometheus::Registry> registry() const noexcept { return registry_; }
+
+  Result<void> handle(const Message& message, const MessageHandler& next) {
+    UrnMetrics& m = urn_metrics(message.queue(), message.urn());
+    const auto start = std::chrono::steady_clock::now();
+    struct Done {
+      UrnMetrics& m;
+      std::chrono::steady_clock::time_point start;
+      std::optional<std::int64_t> created_at;
+      ~Done() {
+        m.handler_duration->Observe(seconds_since(start));
+        if (created_at) {
+          const auto now_ms =
+              std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+          if (now_ms >= *created_at) m.latency->Observe(static_cast<double>(now_ms - *created_at) / 1000.0);
+        }
+      }
+    } done{m, start, message.envelope().created_at()};
+    return next(message);
+  }
+
+  Result<void> publish(PublishRequest& request, const PublishStep& next) {
+    const auto start = std::chrono::steady_clock::now();
+    auto sent = next(request);
+    UrnMetrics& m = urn_metrics(request.queue, request.envelope.urn());
+    if (sent) {
+      m.published->Increment();
+      m.published_bytes->Increment(static_cast<double>(request.envelope.body().size()));
+      m.queue->publish_duration->Observe(seconds_since(start));
+    } else {
+      m.publish_errors->Increment();
+    }
+    return sent;
+  }
+
+  void on_event(const WorkerEvent& e) noexcept {
+    try {
+      switch (e.kind) {
+        case WorkerEventKind::received:
+          queue_metrics(e.queue).prefetched->Increment(static_cast<double>(e.count));
+          return;
+        case WorkerEventKind::started: {
+          QueueMetrics& q = queue_metrics(e.queue);
+          q.prefetched->Decrement();
+          q.in_flight->Increment();
+          return;
+        }
+        case WorkerEventKind::finished: queue_metrics(e.queue).in_flight->Decrement(); return;
+        case WorkerEventKind::returned:
+          queue_metrics(e.queue).prefetched->Decrement(static_cast<double>(e.count));
+          return;
+        case WorkerEventKind::decoded: urn_metrics(e.queue, e.urn).received->Increment(); return;
+        case WorkerEventKind::handled: urn_metrics(e.queue, e.urn).handled->Increment(); return;
+        case WorkerEventKind::failed: urn_metrics(e.queue, e.urn).failed->Increment(); return;
+        case WorkerEventKind::retried: urn_metrics(e.queue, e.urn).retried->Increment(); return;
+        case WorkerEventKind::dead_lettered: {
+          const auto reason = static_cast<std::size_t>(e.reason.value_or(DeadLetterReason::failed));
+          urn_metrics(e.queue, e.urn).dead_lettered.at(reason)->Increment();
+          return;
+        }
+        case WorkerEventKind::poison: queue_metrics(e.queue).poison->Increment(); return;
+        case WorkerEventKind::unknown_urn: urn_metrics(e.queue, e.urn).unknown_urn->Increment(); return;
+        case WorkerEventKind::dropped: urn_metrics(e.queue, e.urn).dropped->Increment(); return;
+        case WorkerEventKind::released: queue_metrics(e.queue).released->Increment(); return;
+        case WorkerEventKind::settle_error: queue_metrics(e.queue).settle_errors->Increment(); return;
+      }
+    } catch (...) {
+      // Out of memory while adding a label: the count is lost, the message is not.
+    }
+  }
+
+ private:
+  prometheus::Family<prometheus::Counter>& counter(const char* name, const char* help) {
+    return prometheus::BuildCounter().Name(name).Help(help).Register(*registry_);
+  }
+  prometheus::Family<prometheus::Gauge>& gauge(const char* name, const char* help) {
+    return prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
+  }
+  prometheus::Family<prometheus::Histogram>& histogram(const char* name, const char* help) {
+    return prometheus::BuildHistogram().Name(name).Help(help).Register(*registry_);
+  }
+
+  // The label value for value: itself while under the cap, else "other".
+  // Under mutex_ (exclusive).
+  static std::string bounded(std::string_view value, std::unordered_set<std::string, StringHash, std::equal_to<>>& seen,
+                             std::size_t cap) {
+    if (seen.find(value) != seen.end()) return std::string(value);
+    if (seen.size() >= cap) return std::string(kOther);
+    return *seen.emplace(value).first;
+  }
+
+  // A thread's last queue and (queue, URN): a delivery's events come from
+  // one handler thread, so most lookups end here without a lock.
+  struct Recent {
+    std::uint64_t owner = 0;  // the instance_ it belongs to
+    std::string queue, urn;
+    QueueMetrics* queue_metrics = nullptr;
+    UrnMetrics* urn_metrics = nullptr;
+  };
+  static Recent& recent_queue() {
+    thread_local Recent r;
+    return r;
+  }
+  static Recent& recent_urn() {
+    thread_local Recent r;
+    return r;
+  }
+
+  QueueMetrics& queue_metrics(std::string_view queue) {
+    Recent& r = recent_queue();
+    if (r.owner == instance_ && r.queue == queue) return *r.queue_metrics;
+    QueueMetrics* found = nullptr;
+    {
+      std::shared_lock lock(mutex_);
+      if (auto it = queues_.find(queue); it != queues_.end()) found = it->second;
+    }
+    if (found == nullptr) {
+      std::unique_lock lock(mutex_);
+      found = add_queue(queue);
+    }
+    r.owner = instance_;
+    r.queue.assign(queue);
+    r.queue_metrics = found;
+    return *found;
+  }
+
+  UrnMetrics& urn_metrics(std::string_view queue, std::string_view urn) {
+    Recent& r = recent_urn();
+    if (r.owner == instance_ && r.urn == urn && r.queue == queue) return *r.urn_metrics;
+    UrnMetrics* found = nullptr;
+    {
+      std::shared_lock lock(mutex_);
+      if (auto it = urns_.find(PairView{queue, urn}); it != urns_.end()) found = it->second;
+    }
+    if (found == nullptr) {
+      std::unique_lock lock(mutex_);
+      found = add_urn(queue, urn);
+    }
+    r.owner = instance_;
+    r.queue.assign(queue);
+    r.urn.assign(urn);
+    r.urn_metrics = found;
+    return *found;
+  }
+
+  // Under mutex_ (exclusive).
+  QueueMetrics* add_queue(std::string_view queue) {
+    if (auto it = queues_.find(queue); it != queues_.end()) return it->second;
+    const std::string label = bounded(queue, queue_labels_, options_.max_queues);
+    QueueMetrics* metrics = nullptr;
+    if (auto same = by_queue_label_.find(label); same != by_queue_label_.end()) {
+      metrics = same->second;
+    } else {
+      const prometheus::Labels l{{"queue", label}};
+      auto made = std::make_unique<QueueMetrics>(QueueMetrics{
+          &poison_.Add(l), &released_.Add(l), &settle_errors_.Add(l), &in_flight_.Add(l), &prefetched_.Add(l),
+          &publish_duration_.Add(l, prometheus::Histogram::BucketBoundaries(options_.publish_buckets))});
+      metrics = made.get();
+      owned_queues_.push_back(std::move(made));
+      by_queue_label_.emplace(label, metrics);
+    }
+    queues_.emplace(std::string(queue), metrics);
+    return metrics;
+  }
+
+  UrnMetrics* add_urn(std::string_view queue, std::string_view urn) {
+    if (auto it = urns_.find(PairView{queue, urn}); it != urns_.end()) return it->second;
+    QueueMetrics* q = add_queue(queue);
+    const std::string queue_label = bounded(queue, queue_labels_, options_.max_queues);
+    const std::string urn_label = bounded(urn, urn_labels_, options_.max_urns);
+    UrnMetrics* metrics = nullptr;
+    if (auto same = by_urn_label_.find(PairView{queue_label, urn_label}); same != by_urn_label_.end()) {
+      metrics = same->second;
+    } else {
+      const prometheus::Labels l{{"queue", queue_label}, {"urn", urn_label}};
+      auto with_reason = [&](DeadLetterReason reason) {
+        prometheus::Labels r = l;
+        r.emplace("reason", std::string(to_string(reason)));
+        return &dead_lettered_.Add(r);
+      };
+      auto made = std::make_unique<UrnMetrics>(
+          UrnMetrics{q,
+                     &received_.Add(l),
+                     &handled_.Add(l),
+                     &failed_.Add(l),
+                     &retried_.Add(l),
+                     {with_reason(DeadLetterReason::failed), with_reason(DeadLetterReason::unknown_urn),
+                      with_reason(DeadLetterReason::poison)},
+                     &unknown_urn_.Add(l),
+                     &dropped_.Add(l),
+                     &published_.Add(l),
+                     &published_bytes_.Add(l),
+                     &publish_errors_.Add(l),
+                     &handler_duration_.Add(l, prometheus::Histogram::BucketBoundaries(options_.handler_buckets)),
+                     &latency_.Add(l, prometheus::Histogram::BucketBoundaries(options_.latency_buckets))});
+      metrics = made.get();
+      owned_urns_.push_back(std::move(made));
+      by_urn_label_.emplace(PairKey{queue_label, urn_label}, metrics);
+    }
+    urns_.emplace(PairKey{std::string(queue), std::string(urn)}, metrics);
+    return metrics;
+  }
+
+  const std::uint64_t instance_;
+  Options options_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& received_;
+  prometheus::Family<prometheus::Counter>& handled_;
+  prometheus::Family<prometheus::Counter>& failed_;
+  prometheus::Family<prometheus::Counter>& retried_;
+  prometheus::Family<prometheus::Counter>& dead_lettered_;
+  prometheus::Family<prometheus::Counter>& poison_;
+  prometheus::Family<prometheus::Counter>& unknown_urn_;
+  prometheus::Family<prometheus::Counter>& dropped_;
+  prometheus::Family<prometheus::Counter>& released_;
+  prometheus::Family<prometheus::Counter>& settle_errors_;
+  prometheus::Family<prometheus::Counter>& published_;
+  prometheus::Family<prometheus::Counter>& published_bytes_;
+  prometheus::Family<prometheus::Counter>& publish_errors_;
+  prometheus::Family<prometheus::Gauge>& in_flight_;
+  prometheus::Family<prometheus::Gauge>& prefetched_;
+  prometheus::Family<prometheus::Histogram>& handler_duration_;
+  prometheus::Family<prometheus::Histogram>& latency_;
+  prometheus::Family<prometheus::Histogram>& publish_duration_;
+
+  std::shared_mutex mutex_;
+  // Every raw name seen maps to the metrics of its (bounded) label; the
+  // metrics themselves are owned once per label.
+  std::unordered_map<std::string, QueueMetrics*, StringHash, std::equal_to<>> queues_;
+  std::unordered_map<PairKey, UrnMetrics*, PairHash, PairEqual> urns_;
+  std::unordered_map<std::string, QueueMetrics*, StringHash, std::equal_to<>> by_queue_label_;
+  std::unordered_map<PairKey, UrnMetrics*, PairHash, PairEqual> by_urn_label_;
+  std::vector<std::unique_ptr<QueueMetrics>> owned_queues_;
+  std::vector<std::unique_ptr<UrnMetrics>> owned_urns_;
+  std::unordered_set<std::string, StringHash, std::equal_to<>> queue_labels_, urn_labels_;
+};
+
+Middleware::Middleware(Options options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Middleware::~Middleware() = default;
+
+Result<void> Middleware::handle(const Message& message, const MessageHandler& next) {
+  return impl_->handle(message, next);
+}
+Result<void> Middleware::publish(PublishRequest& request, const PublishStep& next) {
+  return impl_->publish(request, next);
+}
+void Middleware::on_event(const WorkerEvent& event) noexcept { impl_->on_event(event); }
+std::shared_ptr<prometheus::Registry> Middleware::registry() const noexcept { return impl_->registry(); }
+
+}  // namespace babelqueue::metrics

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <babelqueue/dead_letter.hpp>
+#include <babelqueue/error.hpp>
+#include <babelqueue/handler_outcome.hpp>
+#include <babelqueue/message.hpp>
+#include <babelqueue/otel/middleware.hpp>
+#include <babelqueue/release_delivery.hpp>
+
+#include <string>
+#include <utility>
+
+namespace babelqueue::otel {
+
+namespace {
+
+constexpr std::string_view kSystem = "babelqueue";
+
+std::string span_name(std::string_view operation, std::string_view urn) {
+  std::string name;
+  name.reserve(operation.size() + 1 + urn.size());
+  name.append(operation).append(1, ' ').append(urn);
+  return name;
+}
+
+// A header's value, if present and not blank.
+std::string_view header_of(const Headers& headers, std::string_view name) {
+  auto it = headers.find(name);
+  return it == headers.end() ? std::string_view() : std::string_view(it->second);
+}
+
+}  // namespace
+
+Middleware::Middleware(std::shared_ptr<const Tracer> tracer) : tracer_(std::move(tracer)) {
+  if (!tracer_) throw Error(Errc::invalid_argument, "the tracing middleware needs a tracer");
+}
+
+Result<void> Middleware::handle(const Message& message, const MessageHandler& next) {
+  SpanStart start;
+  start.parent = parse_traceparent(message.header(kTraceparentHeader), message.header(kTracestateHeader));
+  if (!start.parent) start.parent = synthetic_parent(message.trace_id());
+  Span span = tracer_->start_span(SpanKind::consumer, start);
+  if (span.recording()) {
+    const Envelope& env = message.envelope();
+    span.set_name(span_name("process", message.urn()));
+    span.set_attribute("messaging.system", std::string(kSystem));
+    span.set_attribute("messaging.operation", std::string("process"));
+    span.set_attribute("messaging.destination.name", std::string(env.queue()));
+    span.set_attribute("messaging.message.id", std::string(env.id()));
+    span.set_attribute("messaging.message.conversation_id", std::string(env.trace_id()));
+    span.set_attribute("messaging.babelqueue.attempts", message.attempts());
+  }
+  const ContextScope current(span.context());
+  try {
+    auto result = next(message);
+    if (!result) span.set_error(result.error().message(), to_string(result.error().code()));
+    return result;
+  } catch (const ReleaseDelivery&) {
+    throw;  // handed back unhandled: not a failure
+  } catch (const OutcomeException& decided) {
+    const auto kind = decided.outcome().kind();
+    if (kind == HandlerOutcome::Kind::retry || kind == HandlerOutcome::Kind::dead_letter) {
+      span.set_error(decided.outcome().reason());
+    }
+    throw;
+  } catch (const std::exception& e) {
+    span.set_error(e.what(), exception_type_name(e));
+    throw;
+  } catch (...) {
+    span.set_error("a handler threw a non-standard exception", current_exception_type_name());
+    throw;
+  }
+}
+
+Result<void> Middleware::publish(PublishRequest& request, const PublishStep& next) {
+  SpanStart start;
+  start.parent = current_span_context();
+  if (!start.parent) {
+    start.parent = parse_traceparent(header_of(request.options.headers, kTraceparentHeader),
+                                     header_of(request.options.headers, kTracestateHeader));
+  }
+  if (!start.parent) start.trace_id = trace_id_of(request.envelope.trace_id());
+  Span span = tracer_->start_span(SpanKind::producer, start);
+  if (start.parent) {
+    // The family's publish: the message's trace_id names the span's trace,
+    // so a consumer without the header still finds it.
+    std::string stamped = uuid_of(span.context().trace_id);
+    if (request.envelope.trace_id() != stamped) {
+      auto moved = request.envelope.with_trace_id(stamped);
+      if (!moved) return unexpected(moved.error());
+      request.envelope = std::move(*moved);
+    }
+  }
+  const std::string_view urn = request.envelope.urn();
+  if (span.recording()) {
+    span.set_name(span_name("publish", urn));
+    span.set_attribute("messaging.system", std::string(kSystem));
+    span.set_attribute("messaging.operation", std::string("publish"));
+    span.set_attribute("messaging.destination.name", std::string(urn));
+  }
+  request.options.headers[std::string(kTraceparentHeader)] = format_traceparent(span.context());
+  if (span.context().trace_state.empty()) {
+    request.options.headers.erase(std::string(kTracestateHeader));
+  } else {
+    request.options.headers[std::string(kTracestateHeader)] = span.context().trace_state;
+  }
+  auto sent = next(request);
+  if (!sent) {
+    span.set_error(sent.error().message(), to_string(sent.error().code()));
+  } else if (span.recording()) {
+    span.set_attribute("messaging.message.id", std::string(request.envelope.id()));
+  }
+  return sent;
+}
+
+}  // namespace babelqueue::otel

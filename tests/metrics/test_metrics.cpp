@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+// The metrics middleware on a Worker over the memory transport: every family
+// agrees with what the run did (and with WorkerMetrics), the gauges come back
+// to zero, labels are bounded, and a MetricsServer serves the registry.
+#include <babelqueue/handler_outcome.hpp>
+#include <babelqueue/memory/transport.hpp>
+#include <babelqueue/metrics/middleware.hpp>
+#include <babelqueue/metrics/server.hpp>
+#include <babelqueue/worker.hpp>
+
+#include <gtest/gtest.h>
+
+#include <prometheus/registry.h>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace bq = babelqueue;
+using namespace std::chrono_literals;
+
+namespace {
+
+// name{label=value,...} -> value, for counters and gauges; histograms give
+// name_count and name_sum.
+std::map<std::string, double> scrape(prometheus::Registry& registry) {
+  std::map<std::string, double> out;
+  for (const auto& family : registry.Collect()) {
+    for (const auto& metric : family.metric) {
+      std::string labels;
+      for (const auto& l : metric.label) labels += (labels.empty() ? "" : ",") + l.name + "=" + l.value;
+      const std::string key = family.name + "{" + labels + "}";
+      switch (family.type) {
+        case prometheus::MetricType::Counter: out[key] = metric.counter.value; break;
+        case prometheus::MetricType::Gauge: out[key] = metric.gauge.value; break;
+        case prometheus::MetricType::Histogram:
+          out[family.name + "_count{" + labels + "}"] = static_cast<double>(metric.histogram.sample_count);
+          out[family.name + "_sum{" + labels + "}"] = metric.histogram.sample_sum;
+          break;
+        default: break;
+      }
+    }
+  }
+  return out;
+}
+
+double at(const std::map<std::string, double>& values, const std::string& key) {
+  auto it = values.find(key);
+  return it == values.end() ? -1 : it->second;
+}
+
+bq::WorkerOptions options(std::shared_ptr<bq::metrics::Middleware> metrics) {
+  bq::WorkerOptions o;
+  o.default_queue = "orders";
+  o.dead_letter = true;
+  o.max_attempts = 3;
+  o.poll_timeout = 20ms;
+  o.log = {};
+  o.middleware.push_back(std::move(metrics));
+  return o;
+}
+
+TEST(Metrics, EveryFamilyAgreesWithWhatTheRunDid) {
+  auto metrics = std::make_shared<bq::metrics::Middleware>();
+  bq::memory::Transport transport;
+  bq::Worker worker(transport, options(metrics));
+  worker.handle("urn:ok", [](const bq::Message&) {});
+  worker.handle("urn:flaky", [](const bq::Message& m) {
+    if (m.attempts() == 0) throw std::runtime_error("once");
+  });
+  worker.handle("urn:bad", [](const bq::Message&) -> void { throw std::runtime_error("always"); });
+  worker.handle("urn:skip", [](const bq::Message&) { return bq::HandlerOutcome::drop("not ours"); });
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(worker.publish("urn:ok", bq::Value::object({{"i", i}})));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(worker.publish("urn:flaky", bq::Value::object({})));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(worker.publish("urn:bad", bq::Value::object({})));
+  ASSERT_TRUE(worker.publish("urn:skip", bq::Value::object({})));
+  ASSERT_TRUE(worker.publish("urn:nobody", bq::Value::object({})));
+  ASSERT_TRUE(transport.publish("orders", "not json"));
+  bq::RunLimits limits;
+  limits.idle_exit = 200ms;
+  ASSERT_TRUE(worker.run({}, limits));
+
+  const auto v = scrape(*metrics->registry());
+  const auto s = worker.metrics().snapshot();
+  // urn:ok 10, flaky 4 + 4 retries, bad 2 x 3 attempts, skip 1, nobody 3 attempts, poison 1.
+  EXPECT_EQ(at(v, "babelqueue_messages_received_total{queue=orders,urn=urn:ok}"), 10);
+  EXPECT_EQ(at(v, "babelqueue_messages_received_total{queue=orders,urn=urn:flaky}"), 8);
+  EXPECT_EQ(at(v, "babelqueue_messages_received_total{queue=orders,urn=urn:bad}"), 6);
+  EXPECT_EQ(at(v, "babelqueue_messages_received_total{queue=orders,urn=}"), 1);  // the poison
+  EXPECT_EQ(at(v, "babelqueue_messages_handled_total{queue=orders,urn=urn:ok}"), 10);
+  EXPECT_EQ(at(v, "babelqueue_messages_handled_total{queue=orders,urn=urn:flaky}"), 4);
+  EXPECT_EQ(at(v, "babelqueue_messages_failed_total{queue=orders,urn=urn:flaky}"), 4);
+  EXPECT_EQ(at(v, "babelqueue_messages_failed_total{queue=orders,urn=urn:bad}"), 6);
+  EXPECT_EQ(at(v, "babelqueue_messages_retried_total{queue=orders,urn=urn:flaky}"), 4);
+  EXPECT_EQ(at(v, "babelqueue_messages_retried_total{queue=orders,urn=urn:bad}"), 4);
+  EXPECT_EQ(at(v, "babelqueue_messages_dead_lettered_total{queue=orders,reason=failed,urn=urn:bad}"), 2);
+  EXPECT_EQ(at(v, "babelqueue_messages_dead_lettered_total{queue=orders,reason=unknown_urn,urn=urn:nobody}"), 1);
+  EXPECT_EQ(at(v, "babelqueue_messages_dead_lettered_total{queue=orders,reason=poison,urn=}"), 1);
+  EXPECT_EQ(at(v, "babelqueue_messages_unknown_urn_total{queue=orders,urn=urn:nobody}"), 3);
+  EXPECT_EQ(at(v, "babelqueue_messages_dropped_total{queue=orders,urn=urn:skip}"), 1);
+  EXPECT_EQ(at(v, "babelqueue_messages_poison_total{queue=orders}"), 1);
+  // Handler time and latency for every delivery that reached a handler.
+  EXPECT_EQ(at(v, "babelqueue_handler_duration_seconds_count{queue=orders,urn=urn:ok}"), 10);
+  EXPECT_EQ(at(v, "babelqueue_handler_duration_seconds_count{queue=orders,urn=urn:bad}"), 6);
+  EXPECT_EQ(at(v, "babelqueue_end_to_end_latency_seconds_count{queue=orders,urn=urn:flaky}"), 8);
+  EXPECT_GE(at(v, "babelqueue_end_to_end_latency_seconds_sum{queue=orders,urn=urn:ok}"), 0);
+  // Publishes: the worker's 18 (the raw poison went around it).
+  EXPECT_EQ(at(v, "babelqueue_published_total{queue=orders,urn=urn:ok}"), 10);
+  EXPECT_EQ(at(v, "babelqueue_publish_duration_seconds_count{queue=orders}"), 18);
+  EXPECT_GT(at(v, "babelqueue_published_bytes_total{queue=orders,urn=urn:ok}"), 10 * 150);
+  // The gauges are back to zero once the run is over.
+  EXPECT_EQ(at(v, "babelqueue_messages_in_flight{queue=orders}"), 0);
+  EXPECT_EQ(at(v, "babelqueue_messages_prefetched{queue=orders}"), 0);
+  // And the totals are WorkerMetrics'.
+  double handled = 0, failed = 0, retried = 0, dead = 0, received = 0;
+  for (const auto& [key, value] : v) {
+    if (key.starts_with("babelqueue_messages_handled_total")) handled += value;
+    if (key.starts_with("babelqueue_messages_failed_total")) failed += value;
+    if (key.starts_with("babelqueue_messages_retried_total")) retried += value;
+    if (key.starts_with("babelqueue_messages_dead_lettered_total")) dead += value;
+    if (key.starts_with("babelqueue_messages_received_total")) received += value;
+  }
+  EXPECT_EQ(handled, static_cast<double>(s.succeeded));
+  EXPECT_EQ(failed, static_cast<double>(s.failed));
+  EXPECT_EQ(retried, static_cast<double>(s.retried));
+  EXPECT_EQ(dead, static_cast<double>(s.dead_lettered));
+  EXPECT_EQ(received, static_cast<double>(s.received));
+}
+
+TEST(Metrics, InFlightAndPrefetchedWhileHandlersRun) {
+  auto metrics = std::make_shared<bq::metrics::Middleware>();
+  bq::memory::Transport transport;
+  auto o = options(metrics);
+  o.concurrency = 2;
+  o.prefetch = 4;
+  bq::Worker worker(transport, o);
+  std::atomic<int> running{0};
+  std::atomic<bool> release{false};
+  worker.handle("urn:slow", [&](const bq::Message&) {
+    ++running;
+    while (!release) std::this_thread::sleep_for(1ms);
+  });
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(worker.publish("urn:slow", bq::Value::object({})));
+  std::thread runner([&] { (void)worker.run(); });
+  while (running < 2) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(100ms);  // the receive loop refills the buffer
+  const auto busy = scrape(*metrics->registry());
+  EXPECT_EQ(at(busy, "babelqueue_messages_in_flight{queue=orders}"), 2);
+  EXPECT_EQ(at(busy, "babelqueue_messages_prefetched{queue=orders}"), 4);
+  release = true;
+  while (worker.metrics().snapshot().succeeded < 6) std::this_thread::sleep_for(1ms);
+  worker.stop();
+  runner.join();
+  const auto idle = scrape(*metrics->registry());
+  EXPECT_EQ(at(idle, "babelqueue_messages_in_flight{queue=orders}"), 0);
+  EXPECT_EQ(at(idle, "babelqueue_messages_prefetched{queue=orders}"), 0);
+}
+
+TEST(Metrics, LabelsBeyondTheCapFoldIntoOther) {
+  bq::metrics::Options mo;
+  mo.max_urns = 3;
+  auto metrics = std::make_shared<bq::metrics::Middleware>(mo);
+  bq::memory::Transport transport;
+  bq::Worker worker(transport, options(metrics));
+  worker.handle_any([](const bq::Message&) -> bq::Result<void> { return {}; });
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(worker.publish("urn:many:" + std::to_string(i), bq::Value::object({})));
+  ASSERT_EQ(worker.drain().value(), 10U);
+  const auto v = scrape(*metrics->registry());
+  EXPECT_EQ(at(v, "babelqueue_messages_handled_total{queue=orders,urn=urn:many:0}"), 1);
+  EXPECT_EQ(at(v, "babelqueue_messages_handled_total{queue=orders,urn=urn:many:2}"), 1);
+  EXPECT_EQ(at(v, "babelqueue_messages_handled_total{queue=orders,urn=other}"), 7);
+  std::size_t series = 0;
+  for (const auto& [key, value] : v) {
+    if (key.starts_with("babelqueue_messages_handled_total")) ++series;
+  }
+  EXPECT_EQ(series, 4U);
+  EXPECT_THROW(bq::metrics::Middleware(bq::metrics::Options{.max_queues = 0}), bq::Error);
+}
+
+TEST(Metrics, TheServerListensAndRefusesABadAddress) {
+  auto metrics = std::make_shared<bq::metrics::Middleware>();
+  bq::metrics::MetricsServer server("127.0.0.1:0", metrics->registry());
+  EXPECT_GT(server.port(), 0);
+  EXPECT_THROW(bq::metrics::MetricsServer("127.0.0.1:" + std::to_string(server.port()), metrics->registry()),
+               bq::Error);
+}
+
+}  // namespace
