@@ -22,6 +22,11 @@ namespace babelqueue {
 
 class Envelope;
 
+/// What happened to a delivery (the order is in the file comment). received
+/// and the outcomes, handled to settle_error, each go with the WorkerMetrics
+/// counter of the same name (handled with succeeded, settle_error with
+/// settle_errors); started, decoded, finished and returned have no counter:
+/// they say where a delivery is.
 enum class WorkerEventKind {
   received,       ///< count deliveries taken from the transport into the buffer (queue only)
   started,        ///< a handler thread took a delivery from the buffer
@@ -29,7 +34,7 @@ enum class WorkerEventKind {
   finished,       ///< the handler thread is done with it, whatever the outcome
   returned,       ///< count buffered deliveries released unstarted (a run stopping)
   handled,        ///< handled and acked (WorkerMetrics::succeeded)
-  failed,         // a handler failure, including an unknown URN under "fail"
+  failed,         ///< a handler failure, including an unknown URN under "fail"
   retried,        ///< republished with attempts+1
   dead_lettered,  ///< published to the dead-letter queue (reason)
   poison,         ///< a poison message seen
@@ -39,11 +44,14 @@ enum class WorkerEventKind {
   settle_error,   ///< an ack, release or republish that failed
 };
 
+/// One thing a Worker did, handed to every Middleware::on_event() on the
+/// thread that did it. Its views and envelope point into the Worker's own
+/// state and are valid only during that call: copy what you keep.
 struct WorkerEvent {
-  WorkerEventKind kind;
+  WorkerEventKind kind;                    ///< what happened
   std::string_view queue;                  ///< the queue the delivery came from
   std::string_view urn;                    ///< empty when not known
-  const Envelope* envelope = nullptr;      ///< when decoded
+  const Envelope* envelope = nullptr;      ///< once decoded; null when not known (as urn)
   std::size_t count = 1;                   ///< received, returned: how many
   std::optional<DeadLetterReason> reason;  ///< dead_lettered: why
 };

@@ -15,16 +15,21 @@ class Registry;
 
 namespace babelqueue::metrics {
 
+/// Serves one registry on /metrics from the moment it is made until it is
+/// destroyed. It shares ownership of the registry, which lives at least as
+/// long; whatever is registered there later is served too.
 class MetricsServer {
  public:
   /// Listens on address ("127.0.0.1:9464"; port 0 takes a free one). An
-  /// address that cannot be bound is an Errc::io Error naming it.
+  /// address that cannot be bound is an Errc::io Error naming it; a null
+  /// registry is an Errc::invalid_argument Error.
   MetricsServer(const std::string& address, std::shared_ptr<prometheus::Registry> registry);
+  /// Stops listening and ends its threads.
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
-  /// The port it listens on.
+  /// The port it listens on: the one the system chose for port 0.
   int port() const;
 
  private:

@@ -35,12 +35,17 @@ using EnvironmentReader = std::function<std::optional<std::string>(const char* n
 /// The process environment.
 EnvironmentReader process_environment();
 
+/// What the OTEL_* variables ask for, before anything is built.
 struct EnvironmentOptions {
-  bool enabled = false;
-  TracerOptions tracer;  ///< its sink is left empty
-  OtlpExporterOptions exporter;
+  bool enabled = false;          ///< tracing is on (the rule in the file comment)
+  TracerOptions tracer;          ///< its sink is left empty
+  OtlpExporterOptions exporter;  ///< its resource is the tracer's; its log is left as it was
 };
 
+/// Reads the OTEL_* variables through read. A value that does not parse, or
+/// a setting this SDK does not support, is reported to log as a warning and
+/// its default is kept (an OTEL_TRACES_EXPORTER other than otlp or none turns
+/// tracing off); a batch size larger than the queue is lowered to it.
 EnvironmentOptions options_from_environment(const LogSink& log = stderr_log_sink(),
                                             const EnvironmentReader& read = process_environment());
 
@@ -48,11 +53,12 @@ EnvironmentOptions options_from_environment(const LogSink& log = stderr_log_sink
 /// environment; shut the exporter down (or destroy it) before exiting, so
 /// the last spans are sent.
 struct EnvironmentTracing {
-  std::shared_ptr<Tracer> tracer;
-  std::shared_ptr<OtlpExporter> exporter;
+  std::shared_ptr<Tracer> tracer;          ///< for the tracing Middleware; its sink is exporter
+  std::shared_ptr<OtlpExporter> exporter;  ///< for shutdown() and stats()
 };
 
-/// Empty when tracing is off.
+/// The tracer and exporter options_from_environment() describes, the
+/// exporter reporting to log. Empty when tracing is off.
 std::optional<EnvironmentTracing> tracing_from_environment(const LogSink& log = stderr_log_sink(),
                                                            const EnvironmentReader& read = process_environment());
 

@@ -42,14 +42,23 @@
 
 namespace babelqueue::otel {
 
+/// The tracing middleware: a consumer span around each handler, a producer
+/// span and the traceparent header on each publish (the file comment has
+/// the rules). It keeps no state of its own, so one serves every thread.
 class Middleware final : public babelqueue::Middleware {
  public:
-  /// A null tracer is an Errc::invalid_argument Error.
+  /// Shares tracer. A null tracer is an Errc::invalid_argument Error.
   explicit Middleware(std::shared_ptr<const Tracer> tracer);
 
+  /// Runs next inside a "process <urn>" consumer span, current on this
+  /// thread meanwhile; the result (or exception) passes through unchanged.
   Result<void> handle(const Message& message, const MessageHandler& next) override;
+  /// Runs next inside a "publish <urn>" producer span, its traceparent (and
+  /// tracestate) in request's headers and, with a parent, its trace stamped
+  /// on the envelope's trace_id; the result passes through unchanged.
   Result<void> publish(PublishRequest& request, const PublishStep& next) override;
 
+  /// The tracer its spans come from.
   const Tracer& tracer() const noexcept { return *tracer_; }
 
  private:

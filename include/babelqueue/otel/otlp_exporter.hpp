@@ -28,6 +28,8 @@
 
 namespace babelqueue::otel {
 
+/// Where an OtlpExporter sends spans and how it batches them;
+/// options_from_environment() fills it from the OTEL_* variables.
 struct OtlpExporterOptions {
   /// The traces URL, path included (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or
   /// OTEL_EXPORTER_OTLP_ENDPOINT + "/v1/traces").
@@ -39,13 +41,21 @@ struct OtlpExporterOptions {
   std::string ca_file;
   /// One request's limit (OTEL_EXPORTER_OTLP_TIMEOUT).
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};
-  /// The batching (OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
-  /// OTEL_BSP_SCHEDULE_DELAY).
+  /// Spans waiting to be sent, at most (OTEL_BSP_MAX_QUEUE_SIZE); a span
+  /// that finds the queue full is dropped and counted. At least 1.
   std::size_t max_queue_size = 2048;
+  /// Spans in one request, at most (OTEL_BSP_MAX_EXPORT_BATCH_SIZE); a full
+  /// batch is sent at once. At least 1, and no more than max_queue_size.
   std::size_t max_export_batch_size = 512;
+  /// A batch that is not full is sent once this has passed since the
+  /// previous export (OTEL_BSP_SCHEDULE_DELAY).
   std::chrono::milliseconds schedule_delay{std::chrono::seconds(5)};
-  /// The resource every exported span belongs to.
+  /// The service.name of the resource every exported span belongs to
+  /// (OTEL_SERVICE_NAME).
   std::string service_name = "unknown_service";
+  /// The resource's further attributes (OTEL_RESOURCE_ATTRIBUTES); a
+  /// service.name among them is left out, service_name wins. The exporter
+  /// adds telemetry.sdk.name, telemetry.sdk.language and telemetry.sdk.version.
   std::vector<Attribute> resource;
   /// Where a collector that stops (or starts again) accepting spans is
   /// reported: once per change, not once per batch.
@@ -61,6 +71,9 @@ struct OtlpExporterStats {
   std::size_t queued = 0;      ///< spans waiting now
 };
 
+/// A SpanSink that batches spans and sends them to an OTLP/HTTP collector
+/// from a thread of its own (the file comment has the details). Safe to use
+/// from every thread.
 class OtlpExporter final : public SpanSink {
  public:
   /// Starts the background thread. Errc::invalid_argument Error for an empty
@@ -71,6 +84,9 @@ class OtlpExporter final : public SpanSink {
   OtlpExporter(const OtlpExporter&) = delete;
   OtlpExporter& operator=(const OtlpExporter&) = delete;
 
+  /// Queues span for a batch and returns at once, never waiting for the
+  /// collector; when the queue is full, or after shutdown(), the span is
+  /// dropped and counted (OtlpExporterStats::dropped).
   void on_end(SpanData&& span) noexcept override;
 
   /// Sends every span queued before the call; true when all of them were
@@ -80,7 +96,9 @@ class OtlpExporter final : public SpanSink {
   /// aborted) and stops the thread; later spans are dropped. Idempotent.
   void shutdown(std::chrono::milliseconds deadline);
 
+  /// The counts so far, and the spans queued now: one consistent snapshot.
   OtlpExporterStats stats() const;
+  /// The options it was made with.
   const OtlpExporterOptions& options() const noexcept;
 
  private:

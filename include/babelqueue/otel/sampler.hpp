@@ -12,13 +12,19 @@
 
 namespace babelqueue::otel {
 
+/// Decides whether a new span is sampled (recorded and exported), as one of
+/// OpenTelemetry's built-in samplers. A small value, copied freely and never
+/// changed once made, so one is safe to use from every thread.
 class Sampler {
  public:
   /// parentbased_always_on: OpenTelemetry's default.
   Sampler() = default;
 
+  /// Every span sampled, or none, whatever its parent says.
+  ///@{
   static Sampler always_on() noexcept { return Sampler(Root::always_on, 1.0, false); }
   static Sampler always_off() noexcept { return Sampler(Root::always_off, 0.0, false); }
+  ///@}
   /// A trace id is sampled when its last 8 bytes, as a number, are below
   /// ratio * 2^64 (OpenTelemetry's TraceIdRatioBased): every SDK keeps the
   /// same traces at the same ratio. ratio is clamped to 0..1.
@@ -33,6 +39,9 @@ class Sampler {
   /// unknown name or a ratio that is not a number from 0 to 1.
   static std::optional<Sampler> from_name(std::string_view name, std::string_view arg = {});
 
+  /// Whether a new span in trace trace_id is sampled. parent is its parent's
+  /// context, null (or invalid) for a root span; a parent-based sampler
+  /// follows a valid parent's sampled flag, else its root rule decides.
   bool should_sample(const SpanContext* parent, const TraceId& trace_id) const noexcept;
 
  private:

@@ -13,9 +13,15 @@
 
 namespace babelqueue::otel {
 
+/// Where a Tracer hands each recorded span when it ends. The Tracer and every
+/// recording Span share ownership of it, so it lives until the last of them.
 class SpanSink {
  public:
   virtual ~SpanSink() = default;
+  /// Takes a span that has just ended (only recorded ones: sampled, on a
+  /// tracer with a sink); the sink may move from it. Called on the thread
+  /// that ended the span, from many threads at once: it must be thread-safe,
+  /// quick, and must not block.
   virtual void on_end(SpanData&& span) noexcept = 0;
 };
 

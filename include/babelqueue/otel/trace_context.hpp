@@ -24,33 +24,44 @@
 namespace babelqueue::otel {
 
 /// The W3C Trace Context headers, carried out of band beside the envelope.
+///@{
 inline constexpr std::string_view kTraceparentHeader = "traceparent";
 inline constexpr std::string_view kTracestateHeader = "tracestate";
+///@}
 
+/// An OpenTelemetry trace id: 16 bytes, all zero for none (invalid).
 struct TraceId {
-  std::array<std::uint8_t, 16> bytes{};
+  std::array<std::uint8_t, 16> bytes{};  ///< in the order hex() writes them
   /// Not all zero.
   bool valid() const noexcept;
   /// 32 lowercase hex digits.
   std::string hex() const;
+  /// Byte for byte.
   friend bool operator==(const TraceId&, const TraceId&) = default;
 };
 
+/// An OpenTelemetry span id: 8 bytes, all zero for none (invalid).
 struct SpanId {
-  std::array<std::uint8_t, 8> bytes{};
-  bool valid() const noexcept;
-  std::string hex() const;  ///< 16 lowercase hex digits
+  std::array<std::uint8_t, 8> bytes{};  ///< in the order hex() writes them
+  bool valid() const noexcept;          ///< not all zero
+  std::string hex() const;              ///< 16 lowercase hex digits
+  /// Byte for byte.
   friend bool operator==(const SpanId&, const SpanId&) = default;
 };
 
+/// What a span passes on to its children, in this process or through a
+/// traceparent header: its ids, its sampled flag and the tracestate. The
+/// default one is invalid: no parent.
 struct SpanContext {
-  TraceId trace_id;
-  SpanId span_id;
-  bool sampled = false;
+  TraceId trace_id;      ///< the trace it belongs to
+  SpanId span_id;        ///< the span itself
+  bool sampled = false;  ///< the sampler chose to record it: traceparent flags 01, else 00
   /// Made in another process (read from a header, or the synthetic parent).
   bool remote = false;
   /// The W3C tracestate, passed on unchanged.
   std::string trace_state;
+  /// Both ids valid. An invalid context is no parent: Tracer::start_span
+  /// starts a root span instead.
   bool valid() const noexcept { return trace_id.valid() && span_id.valid(); }
 };
 
