@@ -7,7 +7,7 @@
 # its reconnect policy, and no transport call may take longer than its
 # documented timeouts allow.
 #   run_fault.sh SOURCE_DIR AGENT BROKER FAULT [robustness.py options...]
-# BROKER: redis, rabbitmq or sqs; FAULT: cut, stall, trickle or refuse.
+# BROKER: redis, rabbitmq, kafka or sqs; FAULT: cut, stall, trickle or refuse.
 #
 # Each broker's URL shortens the timeouts that bound a call and the detection
 # of a dead connection, so a run takes seconds; --call-bound and
@@ -48,6 +48,22 @@ case "$broker_name" in
     # The emulator takes any credentials.
     export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}"
     extra=(--call-bound 2.5 --resume-within 5)
+    ;;
+  kafka)
+    # The proxy must be the address the broker advertises, or the client
+    # would go around it after bootstrapping: the broker's FAULT listener
+    # advertises the proxy's fixed port (scripts/lib/broker-kafka.sh).
+    fault_port="$(sed -n 's/^fault_proxy_port=//p' <<<"$info")"
+    listener_port="$(sed -n 's/^fault_listener_port=//p' <<<"$info")"
+    [[ -n "$fault_port" && -n "$listener_port" ]] || { echo "run_fault.sh: no fault listener in 'broker info kafka'" >&2; exit 2; }
+    port="$listener_port"
+    # A publish waits publish_timeout (5 s) plus, for a request in flight,
+    # request_timeout (2 s). A silent connection is given up after
+    # request_timeout; a consumer whose session ended meanwhile rejoins its
+    # group (session_timeout 6 s) and the partitions are shared again, so
+    # the run produces for 10 s, long after the fault.
+    proxied="kafka://{proxy}?partitions=2&session_timeout=6s&publish_timeout=5s&request_timeout=2s&connect_timeout=2s&reconnect_max=500ms"
+    extra=(--fault-port "$fault_port" --messages 6000 --call-bound 7.5 --resume-within 10)
     ;;
   *)
     echo "run_fault.sh: unknown broker $broker_name" >&2
