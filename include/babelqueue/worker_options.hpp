@@ -91,6 +91,14 @@ struct WorkerOptions {
   /// leases kept) until a handler takes them. 0 = max(concurrency, 16), so one
   /// receive fetches a batch.
   std::size_t prefetch = 0;
+  /// Bytes of bodies received ahead of the handlers, as well as prefetch
+  /// messages: the worker receives again only once the bodies it holds
+  /// unstarted are no more than half of it, and asks for no more messages
+  /// than fit in what is left at the size of the last batch received (at
+  /// least one; the worker's first receive asks for one per handler thread,
+  /// to learn it). Big messages then wait at the broker, not in memory, and
+  /// do not outlive their leases in the buffer. 0: no byte bound.
+  std::size_t prefetch_bytes = std::size_t{64} << 20U;
   /// Off by default: retries are republished at once, as in the family. On:
   /// retries are delayed with the transport's native delay; retry n (1 for
   /// the first) waits retry_backoff->delay_for(n).

@@ -7,11 +7,20 @@
 bq_kafka_setup() {
   bq_port_default BQ_KAFKA_PORT 9192
   BQ_KAFKA_CONTROLLER_PORT="${BQ_KAFKA_CONTROLLER_PORT:-$(( BQ_KAFKA_PORT + 1 ))}"
+  # A second client listener that advertises another port: the robustness
+  # harness's fault proxy listens there, so a client bootstrapped through the
+  # proxy keeps going through it (docs/reliability.md).
+  BQ_KAFKA_FAULT_PORT="${BQ_KAFKA_FAULT_PORT:-$(( BQ_KAFKA_PORT + 2 ))}"
+  BQ_KAFKA_FAULT_PROXY_PORT="${BQ_KAFKA_FAULT_PROXY_PORT:-$(( BQ_KAFKA_PORT + 3 ))}"
   BQ_KAFKA_VERSION="${BQ_KAFKA_VERSION:-4.1.1}"
   BQ_KAFKA_HEAP="${BQ_KAFKA_HEAP:-512m}"
   bq_validate_port BQ_KAFKA_PORT "$BQ_KAFKA_PORT"
   bq_validate_port BQ_KAFKA_CONTROLLER_PORT "$BQ_KAFKA_CONTROLLER_PORT"
+  bq_validate_port BQ_KAFKA_FAULT_PORT "$BQ_KAFKA_FAULT_PORT"
+  bq_validate_port BQ_KAFKA_FAULT_PROXY_PORT "$BQ_KAFKA_FAULT_PROXY_PORT"
   [[ "$BQ_KAFKA_PORT" != "$BQ_KAFKA_CONTROLLER_PORT" ]] || bq_die "BQ_KAFKA_CONTROLLER_PORT must differ from BQ_KAFKA_PORT"
+  [[ "$BQ_KAFKA_FAULT_PORT" != "$BQ_KAFKA_PORT" && "$BQ_KAFKA_FAULT_PORT" != "$BQ_KAFKA_CONTROLLER_PORT" ]] ||
+    bq_die "BQ_KAFKA_FAULT_PORT must differ from BQ_KAFKA_PORT and BQ_KAFKA_CONTROLLER_PORT"
   [[ "$BQ_KAFKA_VERSION" =~ ^4\.[0-9]+\.[0-9]+$ ]] || bq_die "BQ_KAFKA_VERSION must be a 4.x.y release (got '$BQ_KAFKA_VERSION')"
   K_DIR="$(bq_state_dir kafka)"
   K_LOG="$K_DIR/kafka.log"
@@ -26,7 +35,7 @@ bq_kafka_start_timeout() { printf '%s\n' "$K_TIMEOUT"; }
 
 bq_kafka_url() { printf 'kafka://127.0.0.1:%s\n' "$BQ_KAFKA_PORT"; }
 
-bq_kafka_ports() { printf '%s\n' "$BQ_KAFKA_PORT" "$BQ_KAFKA_CONTROLLER_PORT"; }
+bq_kafka_ports() { printf '%s\n' "$BQ_KAFKA_PORT" "$BQ_KAFKA_CONTROLLER_PORT" "$BQ_KAFKA_FAULT_PORT"; }
 
 bq_kafka_install() {
   bq_ensure_java_maven "$K_DIR/install.log"
@@ -73,11 +82,11 @@ bq_kafka_write_conf() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$BQ_KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$BQ_KAFKA_PORT,CONTROLLER://127.0.0.1:$BQ_KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$BQ_KAFKA_PORT
+listeners=PLAINTEXT://127.0.0.1:$BQ_KAFKA_PORT,CONTROLLER://127.0.0.1:$BQ_KAFKA_CONTROLLER_PORT,FAULT://127.0.0.1:$BQ_KAFKA_FAULT_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$BQ_KAFKA_PORT,FAULT://127.0.0.1:$BQ_KAFKA_FAULT_PROXY_PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,FAULT:PLAINTEXT
 log.dirs=$K_DIR/data
 num.partitions=3
 default.replication.factor=1
@@ -158,6 +167,8 @@ bq_kafka_info() {
   echo "bootstrap=127.0.0.1:$BQ_KAFKA_PORT"
   echo "port=$BQ_KAFKA_PORT"
   echo "controller_port=$BQ_KAFKA_CONTROLLER_PORT"
+  echo "fault_listener_port=$BQ_KAFKA_FAULT_PORT"
+  echo "fault_proxy_port=$BQ_KAFKA_FAULT_PROXY_PORT"
   echo "version=$BQ_KAFKA_VERSION"
   echo "classpath=$K_HOME/libs/*"
   echo "dir=$K_DIR"

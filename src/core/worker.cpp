@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <list>
 #include <map>
 #include <mutex>
@@ -328,6 +329,7 @@ class Worker::Impl {
         room_.wait(lock, [&] { return stop_requested_.load() || has_room(); });
         if (stop_requested_.load()) break;
         room = options_.prefetch - buffer_.size();
+        room = std::min(room, room_for_bytes());
       }
       if (limits.max_messages != 0) room = std::min(room, limits.max_messages - received);
       const std::string& queue = queues[next_queue];
@@ -378,9 +380,13 @@ class Worker::Impl {
       std::vector<std::shared_ptr<Flight>> flights;
       flights.reserve(batch->size());
       for (auto& d : *batch) flights.push_back(std::make_shared<Flight>(std::move(d)));
+      std::size_t batch_bytes = 0;
+      for (const auto& flight : flights) batch_bytes += flight->delivery.body.size();
       {
         std::lock_guard lock(mutex_);
         for (auto& flight : flights) buffer_.push_back(std::move(flight));
+        buffered_bytes_ += batch_bytes;
+        last_message_bytes_ = std::max<std::size_t>(1, batch_bytes / flights.size());
       }
       WorkerEvent fetched = event(WorkerEventKind::received, queue);
       fetched.count = batch->size();
@@ -415,7 +421,23 @@ class Worker::Impl {
   // The receive loop refills when the buffer is half empty, not at every free
   // slot: one receive then fetches a batch (a round trip and, on Redis or SQS,
   // a server-side call per batch instead of per message). Under mutex_.
-  bool has_room() const { return buffer_.size() <= options_.prefetch / 2; }
+  bool has_room() const {
+    return buffer_.size() <= options_.prefetch / 2 &&
+           (options_.prefetch_bytes == 0 || buffered_bytes_ <= options_.prefetch_bytes / 2);
+  }
+
+  // How many messages the next receive may ask for under
+  // WorkerOptions::prefetch_bytes: what is left of it at the size of the last
+  // batch's messages, at least one. While that size is not known yet, one
+  // per handler thread: those start at once rather than wait in the buffer
+  // (and a transport that sizes its own prefetch from the first receive,
+  // RabbitMQ's QoS, still sees the concurrency). Under mutex_.
+  std::size_t room_for_bytes() const {
+    if (options_.prefetch_bytes == 0) return std::numeric_limits<std::size_t>::max();
+    if (last_message_bytes_ == 0) return std::max<std::size_t>(1, options_.concurrency);
+    const std::size_t left = options_.prefetch_bytes > buffered_bytes_ ? options_.prefetch_bytes - buffered_bytes_ : 0;
+    return std::max<std::size_t>(1, left / last_message_bytes_);
+  }
 
   // True when nothing arrived for idle_for and nothing is buffered or running
   // (nor, when asked, due back from a delayed retry or release of its own).
@@ -457,6 +479,7 @@ class Worker::Impl {
     for (;;) {
       if (stop_requested_.load() && !buffer_.empty()) {
         unstarted.swap(buffer_);
+        buffered_bytes_ = 0;
         lock.unlock();
         release_unstarted(unstarted);
         lock.lock();
@@ -470,6 +493,7 @@ class Worker::Impl {
     }
     shutting_down_ = true;
     unstarted.swap(buffer_);
+    buffered_bytes_ = 0;
     for (auto& flight : flights_) {
       if (flight->state.exchange(Flight::abandoned) == Flight::running) {
         abandoned_.push_back(flight);
@@ -516,6 +540,7 @@ class Worker::Impl {
       if (stop_requested_.load()) continue;
       std::shared_ptr<Flight> finished = std::exchange(*slot, std::move(buffer_.front()));
       buffer_.pop_front();
+      buffered_bytes_ -= std::min(buffered_bytes_, (*slot)->delivery.body.size());
       if ((*slot)->lease_lost(std::chrono::steady_clock::now())) {
         // Waited too long in the buffer (a paused process, a lease that
         // could not be extended): the broker has handed it, or will hand it,
@@ -1031,6 +1056,8 @@ class Worker::Impl {
   std::condition_variable room_;
   std::condition_variable changed_;
   std::deque<std::shared_ptr<Flight>> buffer_;  // received, not started
+  std::size_t buffered_bytes_ = 0;              // the bodies' bytes in buffer_
+  std::size_t last_message_bytes_ = 0;          // a message's size in the last batch; 0: none yet
   std::list<std::shared_ptr<Flight>> flights_;  // being handled
   std::vector<std::shared_ptr<Flight>> abandoned_;
   bool shutting_down_ = false;

@@ -55,6 +55,20 @@ Errc errc_of(RdKafka::ErrorCode code) {
   }
 }
 
+void add_connection_settings(std::map<std::string, std::string>& props, const kafka::Transport::Options& options) {
+  const std::chrono::milliseconds request_timeout = options.request_timeout;
+  const std::chrono::milliseconds connect_timeout = options.connect_timeout;
+  // librdkafka takes socket.timeout.ms from 10 ms to 5 min (the URL reader
+  // keeps request_timeout there) and a setup time of at least 1 s;
+  // connect_timeout 0 means "open() contacts nobody", not "no setup time".
+  constexpr std::chrono::milliseconds kLeastSetup(1000);
+  const auto setup = connect_timeout.count() > 0 ? std::min(request_timeout, connect_timeout) : request_timeout;
+  props["socket.timeout.ms"] = std::to_string(to_int_ms(request_timeout));
+  props["socket.connection.setup.timeout.ms"] = std::to_string(to_int_ms(std::max(kLeastSetup, setup)));
+  props["reconnect.backoff.ms"] = std::to_string(to_int_ms(options.reconnect_min));
+  props["reconnect.backoff.max.ms"] = std::to_string(to_int_ms(std::max(options.reconnect_min, options.reconnect_max)));
+}
+
 Result<void> apply_properties(RdKafka::Conf& conf, const std::map<std::string, std::string>& props,
                               std::string_view client) {
   for (const auto& [name, value] : props) {

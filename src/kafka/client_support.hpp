@@ -5,6 +5,7 @@
 #pragma once
 
 #include <babelqueue/error.hpp>
+#include <babelqueue/kafka/transport.hpp>
 #include <babelqueue/result.hpp>
 #include <babelqueue/worker_options.hpp>  // LogSink
 
@@ -32,6 +33,14 @@ std::int64_t epoch_ms();
 int to_int_ms(std::chrono::milliseconds value);
 
 Errc errc_of(RdKafka::ErrorCode code);
+
+// The connection settings both clients share, from the transport's options:
+// how long a silent connection is kept (socket.timeout.ms, request_timeout),
+// how long a new one may take to be set up
+// (socket.connection.setup.timeout.ms) and the pauses between reconnects.
+// librdkafka's own defaults (60 s and 30 s) would let a half-open connection
+// stop a consumer for a minute.
+void add_connection_settings(std::map<std::string, std::string>& props, const kafka::Transport::Options& options);
 
 // Sets every property on conf; Errc::invalid_argument naming the first one
 // librdkafka refuses (client: "producer" or "consumer", for the message).

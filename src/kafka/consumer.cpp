@@ -104,6 +104,7 @@ Result<void> Consumer::Session::start() {
       // A topic created while subscribed is noticed within a second.
       {"topic.metadata.refresh.interval.ms", "1000"},
   };
+  add_connection_settings(props, options);
   for (const auto& [k, v] : options.client_properties) props[k] = v;
   for (const auto& [k, v] : options.consumer_properties) props[k] = v;
   if (auto set = apply_properties(*conf, props, "consumer"); !set) return set;

@@ -71,6 +71,10 @@ Result<kafka::Transport::Options> kafka::Transport::options_from_url(const Url& 
   // librdkafka's message.timeout.ms is a 32-bit number of milliseconds.
   read.duration("publish_timeout", options.publish_timeout, {.min = kMin, .max = std::chrono::hours(24)});
   read.duration("connect_timeout", options.connect_timeout, {.max = std::chrono::hours(1)});
+  // librdkafka's socket.timeout.ms: 10 ms to 5 min.
+  read.duration("request_timeout", options.request_timeout, {.min = milliseconds(10), .max = std::chrono::minutes(5)});
+  read.duration("reconnect_min", options.reconnect_min, {.min = kMin, .max = std::chrono::hours(1)});
+  read.duration("reconnect_max", options.reconnect_max, {.min = kMin, .max = std::chrono::hours(1)});
   read.prefixed("rdkafka.", options.client_properties);
   read.prefixed("producer.", options.producer_properties);
   read.prefixed("consumer.", options.consumer_properties);

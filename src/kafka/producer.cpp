@@ -72,6 +72,7 @@ Result<void> Producer::start() {
       // never by the broker's defaults as a side effect of a metadata look-up.
       {"allow.auto.create.topics", "false"},
   };
+  add_connection_settings(props, options_);
   for (const auto& [k, v] : options_.client_properties) props[k] = v;
   for (const auto& [k, v] : options_.producer_properties) props[k] = v;
   if (auto set = apply_properties(*conf, props, "producer"); !set) return set;

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -36,6 +37,14 @@ using rabbitmq::detail::PublishJob;
 using rabbitmq::detail::PublishProgress;
 using rabbitmq::detail::StatsJob;
 using std::chrono::milliseconds;
+
+// A body larger than the broker takes, refused before it is sent: RabbitMQ
+// would close the channel with 406 PRECONDITION_FAILED, after the bytes went out.
+ErrorInfo too_large(std::string_view queue, std::size_t size, std::size_t limit) {
+  return ErrorInfo(Errc::invalid_argument, "the message for queue " + std::string(queue) + " is " +
+                                               std::to_string(size) + " bytes; RabbitMQ takes at most " +
+                                               std::to_string(limit) + " bytes (max_message_size)");
+}
 
 // AMQP carries the heartbeat as a 16-bit number of seconds.
 constexpr std::chrono::seconds kMaxHeartbeat(65535);
@@ -231,6 +240,9 @@ rabbitmq::Transport::~Transport() { close(std::chrono::seconds(5)); }
 Result<std::unique_ptr<rabbitmq::Transport>> rabbitmq::Transport::open(Options options) {
   if (options.host.empty()) return unexpected(Errc::invalid_argument, "rabbitmq: empty host");
   if (options.max_in_flight == 0) return unexpected(Errc::invalid_argument, "rabbitmq: max_in_flight must be >= 1");
+  if (options.max_message_size == 0) {
+    return unexpected(Errc::invalid_argument, "rabbitmq: max_message_size must be >= 1");
+  }
   if (options.heartbeat.count() < 0 || options.heartbeat > kMaxHeartbeat) {
     return unexpected(Errc::invalid_argument, "rabbitmq: heartbeat must be 0..65535 seconds");
   }
@@ -275,6 +287,7 @@ Result<rabbitmq::Transport::Options> rabbitmq::Transport::options_from_url(const
   read.duration("publish_timeout", options.publish_timeout, {.min = kMin, .max = std::chrono::hours(24)});
   read.flag("confirm", options.confirm);
   read.integer("max_in_flight", options.max_in_flight, 1, 1000000);
+  read.integer("max_message_size", options.max_message_size, 1, std::numeric_limits<std::int64_t>::max());
   read.integer("prefetch", options.prefetch, 0, 65535);
   read.choice("queue_type", options.queue_type, {{"classic", QueueType::classic}, {"quorum", QueueType::quorum}});
   read.duration("reconnect_min", options.reconnect_backoff.initial, {.min = kMin, .max = kHour});
@@ -302,6 +315,8 @@ Capabilities rabbitmq::Transport::capabilities() const {
 
 Result<void> rabbitmq::Transport::publish(std::string_view queue, std::string_view body,
                                           const PublishOptions& options) {
+  if (body.size() > state_->options().max_message_size)
+    return unexpected(too_large(queue, body.size(), state_->options().max_message_size));
   OutgoingMessage message;
   message.queue = std::string(queue);
   message.body = std::string(body);
@@ -310,6 +325,15 @@ Result<void> rabbitmq::Transport::publish(std::string_view queue, std::string_vi
 }
 
 Result<void> rabbitmq::Transport::publish_batch(std::span<const OutgoingMessage> messages) {
+  // Checked before anything is sent: the broker would close the channel on
+  // the first one too large, with the batch half sent.
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    if (messages[i].body.size() > state_->options().max_message_size) {
+      const ErrorInfo error = too_large(messages[i].queue, messages[i].body.size(), state_->options().max_message_size);
+      return unexpected(error.code(), "message " + std::to_string(i) + " of the batch: " + error.message() +
+                                          "; nothing was published");
+    }
+  }
   return state_->publish(messages);
 }
 

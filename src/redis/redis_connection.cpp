@@ -41,6 +41,15 @@ constexpr std::chrono::milliseconds kTlsSilence{500};
 
 std::string ms_text(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
 
+// The time a command may take beyond command_timeout for the bytes it moves:
+// 1 s per MiB, as if the link carried no more than 1 MiB/s. A big message
+// gets the time it needs (100 MB: 100 s more) instead of timing out on every
+// try while its reservation brings it back; a link that barely moves (a
+// trickle) earns next to nothing, so a stalled call still ends.
+std::chrono::milliseconds transfer_allowance(std::size_t bytes) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(bytes / 1024 * 1000 / 1024));
+}
+
 Reply convert(const redisReply& raw) {
   Reply reply;
   switch (raw.type) {
@@ -236,11 +245,13 @@ class Connection::Io {
     return {};
   }
 
-  // Reads until count replies arrived.
+  // Reads until count replies arrived; deadline grows by transfer_allowance()
+  // of the bytes received so far.
   Result<std::vector<Reply>> read_replies(std::size_t count, Clock::time_point deadline) {
     std::vector<Reply> replies;
     replies.reserve(count);
     bool first_read = true;
+    std::size_t received_bytes = 0;
     while (replies.size() < count) {
       void* raw = nullptr;
       if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
@@ -252,9 +263,10 @@ class Connection::Io {
         freeReplyObject(raw);
         continue;
       }
-      auto received = read_some(deadline, first_read);
+      auto received = read_some(deadline + transfer_allowance(received_bytes), first_read);
       first_read = false;
       if (!received) return unexpected(received.error());
+      received_bytes += *received;
       if (redisReaderFeed(reader_.get(), buffer_.data(), *received) != REDIS_OK) {
         return unexpected(Errc::broker, "unreadable reply from Redis at " + endpoint_.address());
       }
@@ -507,7 +519,9 @@ Result<std::vector<Reply>> Connection::execute_formatted(const std::string& byte
     broken_ = true;
     return unexpected(Errc::closed, "the Redis transport is closed");
   }
-  const auto deadline = Clock::now() + timeout;
+  // One deadline for the round trip: the timeout, and more for the bytes
+  // sent now and for those the reply brings (read_replies).
+  const auto deadline = Clock::now() + timeout + transfer_allowance(bytes.size());
   if (auto written = io_->write(bytes, deadline); !written) {
     broken_ = true;
     return unexpected(written.error());

@@ -15,6 +15,7 @@
 #include <charconv>
 #include <condition_variable>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -46,6 +47,16 @@ Unexpected<ErrorInfo> closed_error() { return unexpected(Errc::closed, "the Redi
 Result<void> check_queue(std::string_view queue) {
   if (queue.empty()) return unexpected(Errc::invalid_argument, "the queue name is empty");
   return {};
+}
+
+// A message larger than the server takes is refused before it is sent, with
+// both sizes: otherwise Redis answers only after the whole body went out, with
+// a protocol error that closes the connection.
+Result<void> check_size(std::string_view queue, std::size_t size, std::size_t limit) {
+  if (size <= limit) return {};
+  return unexpected(Errc::invalid_argument, "the message for queue " + std::string(queue) + " is " +
+                                                std::to_string(size) + " bytes; Redis takes at most " +
+                                                std::to_string(limit) + " bytes (max_message_size)");
 }
 
 std::string hex_sha1(std::string_view text) {
@@ -389,6 +400,7 @@ Result<std::unique_ptr<redis::Transport>> redis::Transport::open(Options options
     return unexpected(Errc::invalid_argument, "connect_timeout and command_timeout must be positive");
   }
   if (options.max_connections == 0) return unexpected(Errc::invalid_argument, "max_connections must be at least 1");
+  if (options.max_message_size == 0) return unexpected(Errc::invalid_argument, "max_message_size must be at least 1");
   if (options.database < 0) return unexpected(Errc::invalid_argument, "the Redis database must be 0 or more");
   if (options.processing_suffix.empty() || options.processing_suffix == kLeasesSuffix ||
       options.processing_suffix == kDelayedSuffix) {
@@ -430,6 +442,7 @@ Result<void> redis::Transport::publish(std::string_view queue, std::string_view 
   if (state_->closed()) return closed_error();
   auto element = redis_detail::frame(body, options.headers);
   if (!element) return unexpected(element.error());
+  if (auto fits = check_size(queue, element->size(), state_->options.max_message_size); !fits) return fits;
   if (options.delay.count() > 0) {
     const std::string delayed = delayed_key(queue);
     const std::string member = state_->token_base() + hex(0, 8) + ":" + *element;
@@ -478,6 +491,11 @@ Result<void> redis::Transport::publish_batch(std::span<const OutgoingMessage> me
         }
         framed = std::move(*made);
         element = framed;
+      }
+      if (auto fits = check_size(message.queue, element.size(), state_->options.max_message_size); !fits) {
+        return unexpected(fits.error().code(), "message " + std::to_string(start + i) +
+                                                   " of the batch: " + fits.error().message() + "; " +
+                                                   std::to_string(published) + " published before it");
       }
       if (message.options.delay.count() > 0) {
         const std::string key = delayed_key(message.queue);
@@ -696,6 +714,7 @@ Result<redis::Transport::Options> redis::Transport::options_from_url(const Url& 
   read.duration("connect_timeout", options.connect_timeout, {.min = kMin, .max = kHour});
   read.duration("command_timeout", options.command_timeout, {.min = kMin, .max = kHour});
   read.integer("max_connections", options.max_connections, 1, 1024);
+  read.integer("max_message_size", options.max_message_size, 1, std::numeric_limits<std::int64_t>::max());
   read.text("processing_suffix", options.processing_suffix);
   read.duration("reconnect_min", options.reconnect_backoff.initial, {.min = kMin, .max = kHour});
   read.duration("reconnect_max", options.reconnect_backoff.max, {.min = kMin, .max = kHour}, {"reconnect_backoff_max"});

@@ -52,7 +52,9 @@ TEST(KafkaUrl, ReadsEveryParameter) {
   const auto options = parse(
       "kafka://alice:s%40cret@h1:9092,h2:9093?group=orders&partitions=3&replication_factor=2&create_topics=false"
       "&retry_tiers=500ms,5s,2m&retry_topic={topic}.retry.{delay_ms}&session_timeout=6&commit_interval=50ms"
-      "&publish_timeout=10&rdkafka.security.protocol=SASL_SSL&producer.linger.ms=5&consumer.fetch.wait.max.ms=10");
+      "&publish_timeout=10&request_timeout=4s&reconnect_min=50ms&reconnect_max=1s&rdkafka.security.protocol=SASL_SSL&"
+      "producer.linger.ms=5&consumer.fetch."
+      "wait.max.ms=10");
   EXPECT_EQ(options.bootstrap_servers, "h1:9092,h2:9093");
   EXPECT_EQ(options.group, "orders");
   EXPECT_EQ(options.partitions, 3);
@@ -63,6 +65,9 @@ TEST(KafkaUrl, ReadsEveryParameter) {
   EXPECT_EQ(options.session_timeout, 6s);
   EXPECT_EQ(options.commit_interval, 50ms);
   EXPECT_EQ(options.publish_timeout, 10s);
+  EXPECT_EQ(options.request_timeout, 4s);
+  EXPECT_EQ(options.reconnect_min, 50ms);
+  EXPECT_EQ(options.reconnect_max, 1s);
   EXPECT_EQ(options.client_properties.at("security.protocol"), "SASL_SSL");
   EXPECT_EQ(options.client_properties.at("sasl.username"), "alice");
   EXPECT_EQ(options.client_properties.at("sasl.password"), "s@cret");

@@ -587,6 +587,30 @@ TEST(RabbitmqTransport, AnUnreachableBrokerIsAConnectionError) {
   EXPECT_NE(refused.error().message().find("127.0.0.1:1"), std::string::npos) << refused.error().message();
 }
 
+// Above max_message_size a publish fails before anything is sent, naming
+// both sizes (the broker would close the channel after the bytes went out);
+// a batch with one such message publishes nothing.
+TEST(RabbitmqTransport, APublishAboveTheLimitFailsNamingBothSizes) {
+  auto transport = rmq::open_url(rmq::url() + "?max_message_size=1000");
+  const std::string queue = rmq::unique_queue("limit");
+  const auto too_big = transport->publish(queue, std::string(1001, 'x'));
+  ASSERT_FALSE(too_big);
+  EXPECT_EQ(too_big.error().code(), bq::Errc::invalid_argument);
+  EXPECT_NE(too_big.error().message().find("is 1001 bytes; RabbitMQ takes at most 1000 bytes (max_message_size)"),
+            std::string::npos)
+      << too_big.error().message();
+  ASSERT_TRUE(transport->publish(queue, std::string(1000, 'x')));
+  std::vector<bq::OutgoingMessage> batch{{queue, "small", {}}, {queue, std::string(2000, 'x'), {}}};
+  const auto batched = transport->publish_batch(batch);
+  ASSERT_FALSE(batched);
+  EXPECT_NE(batched.error().message().find("message 1 of the batch"), std::string::npos) << batched.error().message();
+  auto got = transport->receive(queue, 10, 1s);
+  ASSERT_TRUE(got) << got.error().message();
+  ASSERT_EQ(got->size(), 1U) << "only the 1000-byte message was published";
+  EXPECT_EQ(got->front().body.size(), 1000U);
+  EXPECT_TRUE(transport->ack(got->front()));
+}
+
 TEST(RabbitmqTransport, UnknownUrlParametersAreRefused) {
   auto parsed = bq::Url::parse("amqp://guest:guest@127.0.0.1/%2F?prefech=4");
   ASSERT_TRUE(parsed);

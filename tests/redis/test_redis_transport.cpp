@@ -314,6 +314,52 @@ TEST(RedisTransportWire, AWaitLongerThanTheCommandTimeoutIsNoTimeout) {
   ASSERT_TRUE(transport->ack(got->front()));
 }
 
+// ---- bodies at the limits ----
+
+// A body that takes longer to send than command_timeout: the time a command
+// may take grows with the bytes it moves (1 s per MiB), so a big publish is
+// not timed out on its way (before, it failed with "timed out sending to
+// Redis" and, retried, never got through).
+TEST(RedisTransportLimits, ABigBodyIsPublishedAlthoughSendingItTakesLongerThanTheCommandTimeout) {
+  auto transport = open_or_die(with_param(bq::redis_test::plain_url(), "command_timeout=20ms"));
+  const std::string queue = fresh_queue("big-body");
+  const std::string body(64U << 20U, 'b');
+  const auto published = transport->publish(queue, body);
+  ASSERT_TRUE(published) << published.error().message();
+  std::vector<bq::OutgoingMessage> batch{{queue, body, {}}};
+  const auto batched = transport->publish_batch(batch);
+  ASSERT_TRUE(batched) << batched.error().message();
+  bq::redis_test::Raw raw;
+  EXPECT_EQ(raw.run({"LLEN", queue}), std::vector<std::string>{"2"});
+  EXPECT_EQ(raw.run({"EVAL", "return string.len(redis.call('LINDEX', KEYS[1], 0))", "1", queue}),
+            std::vector<std::string>{std::to_string(body.size())});
+  raw.run({"DEL", queue});
+}
+
+// Above max_message_size a publish fails before anything is sent, naming
+// both sizes; at the limit it goes through. The limit counts the element
+// Redis stores: the body framed with its headers.
+TEST(RedisTransportLimits, APublishAboveTheLimitFailsNamingBothSizes) {
+  auto transport = open_or_die(with_param(bq::redis_test::plain_url(), "max_message_size=1000"));
+  const std::string queue = fresh_queue("limit");
+  const auto too_big = transport->publish(queue, std::string(1001, 'x'));
+  ASSERT_FALSE(too_big);
+  EXPECT_EQ(too_big.error().code(), bq::Errc::invalid_argument);
+  EXPECT_NE(too_big.error().message().find("is 1001 bytes"), std::string::npos) << too_big.error().message();
+  EXPECT_NE(too_big.error().message().find("at most 1000 bytes (max_message_size)"), std::string::npos);
+  EXPECT_TRUE(transport->publish(queue, std::string(1000, 'x')));
+  bq::PublishOptions with_headers;
+  with_headers.headers = {{"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}};
+  EXPECT_FALSE(transport->publish(queue, std::string(1000, 'x'), with_headers));
+  std::vector<bq::OutgoingMessage> batch{{queue, "small", {}}, {queue, std::string(2000, 'x'), {}}};
+  const auto batched = transport->publish_batch(batch);
+  ASSERT_FALSE(batched);
+  EXPECT_NE(batched.error().message().find("message 1 of the batch"), std::string::npos) << batched.error().message();
+  bq::redis_test::Raw raw;
+  EXPECT_EQ(raw.run({"LLEN", queue}), std::vector<std::string>{"1"});
+  raw.run({"DEL", queue});
+}
+
 // ---- crash safety ----
 
 // A process that received a message and was killed -9 before settling it:

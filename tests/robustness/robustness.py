@@ -19,6 +19,12 @@ never hide a loss.
 Prints one JSON summary line, then "N passed, N failed"; exits 1 when a check
 failed. Python 3 standard library only. docs/robustness.md has the details.
 
+With --fault KIND, the agents reach the broker through a fault proxy
+(fault_proxy.py; {proxy} in --url names it) that cuts, stalls, slows or
+refuses their connections for --fault-seconds, once; the run then also checks
+that every consumer resumed by itself within --resume-within seconds and that
+no transport call took longer than --call-bound seconds.
+
 Example:
   robustness.py --agent build/tests/robustness/babelqueue_robustness_agent \\
       --url 'sqlite://{workdir}/q.db' --visibility-timeout 2 \\
@@ -37,6 +43,8 @@ import sys
 import tempfile
 import time
 import uuid
+
+from fault_proxy import FAULTS, FaultProxy
 
 ID_LINE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
@@ -166,6 +174,20 @@ def main():
     parser.add_argument("--timeout", type=float, default=200, help="seconds to wait for every id to be consumed")
     parser.add_argument("--drain-grace", type=float,
                         help="seconds to wait after the last id for redeliveries to finish (default: 2 x visibility + 5)")
+    parser.add_argument("--fault", choices=FAULTS,
+                        help="put a fault proxy between the agents and the broker and inject this fault once")
+    parser.add_argument("--fault-target", metavar="HOST:PORT",
+                        help="the broker's address behind the proxy; {proxy} in --url is replaced by the proxy's")
+    parser.add_argument("--fault-port", type=int, default=0,
+                        help="the proxy's port on 127.0.0.1 (default: any free one)")
+    parser.add_argument("--fault-after", type=float, default=1.5, help="seconds after the start when the fault begins")
+    parser.add_argument("--fault-seconds", type=float, default=2.5, help="how long the fault lasts")
+    parser.add_argument("--resume-within", type=float,
+                        help="with --fault: every consumer records a message again at most this many seconds "
+                             "after the fault ended")
+    parser.add_argument("--call-bound", type=float,
+                        help="no publish, settle or extend call, and no receive beyond its wait, may take longer "
+                             "(seconds; the agents time every call)")
     parser.add_argument("--workdir", help="keep files here (default: a temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
@@ -174,10 +196,20 @@ def main():
     workdir = args.workdir or tempfile.mkdtemp(prefix="bq-robustness-")
     os.makedirs(workdir, exist_ok=True)
     url = with_visibility_timeout(args.url.replace("{workdir}", workdir), args.visibility_timeout)
+    proxy = None
+    stats_url = url
+    if args.fault:
+        if not args.fault_target or "{proxy}" not in url:
+            parser.error("--fault needs --fault-target and {proxy} in --url")
+        host, _, port = args.fault_target.rpartition(":")
+        proxy = FaultProxy(host or "127.0.0.1", int(port), args.fault_port)
+        # The harness's own look at the queue goes around the proxy.
+        stats_url = url.replace("{proxy}", args.fault_target)
+        url = url.replace("{proxy}", f"127.0.0.1:{proxy.port}")
     queue = args.queue or f"robustness-{uuid.uuid4().hex[:12]}"
     visibility = args.visibility_timeout or 30.0
     drain_grace = args.drain_grace if args.drain_grace is not None else 2 * visibility + 5
-    log(f"url {url}, queue {queue}, work dir {workdir}")
+    log(f"url {url}, queue {queue}, work dir {workdir}" + (f", fault {args.fault} via 127.0.0.1:{proxy.port}" if proxy else ""))
 
     # ---- start: consumers first, so the producers' messages meet a live queue
     slots = []
@@ -217,6 +249,8 @@ def main():
     all_consumed_at = None
     produce_done_at = None
     timed_out = False
+    fault_log = None  # {"kind", "at", "until", ...} once the fault began
+    slot_records_at = [[] for _ in slots]  # per consumer slot: times (since start) new records were seen
 
     def refresh():
         nonlocal produced_lines
@@ -224,8 +258,12 @@ def main():
             new = f.read_new()
             produced_lines += len(new)
             produced.update(new)
-        for f in consumed_files:
-            for i in f.read_new():
+        seen_at = time.monotonic() - start
+        for index, f in enumerate(consumed_files):
+            new = f.read_new()
+            if new:
+                slot_records_at[index].append(seen_at)
+            for i in new:
                 consumed[i] = consumed.get(i, 0) + 1
 
     def producers_running():
@@ -257,6 +295,18 @@ def main():
             # batches and always find the victim in the same state.
             next_kill = now + args.kill_every * random.uniform(0.75, 1.25)
 
+        if proxy is not None:
+            if fault_log is None and now - start >= args.fault_after:
+                log(f"fault {args.fault} for {args.fault_seconds:g} s")
+                proxy.set_fault(args.fault)
+                fault_log = {"kind": args.fault, "at": round(now - start, 2), "consumed": len(consumed),
+                             "producing": producers_running()}
+            elif fault_log is not None and "until" not in fault_log and now - start >= fault_log["at"] + args.fault_seconds:
+                proxy.set_fault(None)
+                fault_log["until"] = round(now - start, 2)
+                fault_log["outstanding"] = outstanding
+                log("fault over")
+
         if args.restart_broker and broker_restart is None and len(consumed) >= args.restart_at * args.messages:
             log(f"restarting the broker: {args.restart_broker}")
             broker_restart = {"at": round(now - start, 2), "consumed": len(consumed)}
@@ -279,7 +329,8 @@ def main():
         # The broker restart, once started, is waited for; the kills are not:
         # a run that ends before them fails its kill check (too short a run).
         restart_pending = restart_process is not None and "status" not in broker_restart
-        if finished and not restart_pending:
+        fault_pending = proxy is not None and (fault_log is None or "until" not in fault_log)
+        if finished and not restart_pending and not fault_pending:
             break
         if now - start > args.timeout:
             timed_out = True
@@ -295,7 +346,7 @@ def main():
     left = None
     drain_deadline = time.monotonic() + drain_grace
     while not timed_out:
-        left = pending(queue_stats(agent, url, queue))
+        left = pending(queue_stats(agent, stats_url, queue))
         if left is None or left == 0 or time.monotonic() > drain_deadline:
             break
         time.sleep(0.5)
@@ -324,7 +375,9 @@ def main():
         restart_process.wait()
     refresh()
     end = time.monotonic()
-    final_stats = queue_stats(agent, url, queue)
+    final_stats = queue_stats(agent, stats_url, queue)
+    if proxy is not None:
+        proxy.close()
 
     # ---- account
     lost = produced - consumed.keys()
@@ -337,6 +390,25 @@ def main():
     elapsed = (all_consumed_at or end) - start
     dlq = (final_stats or {}).get("dead_letter_queue") or {}
     dlq_count = sum(max(0, dlq.get(k, 0)) for k in ("ready", "reserved", "delayed")) if dlq else None
+
+    # When each consumer recorded a message again after the fault: it
+    # resumed by itself (a consumer that only came back through a restart
+    # counts as one that ended by itself).
+    resumed_after = None
+    if fault_log is not None and "until" in fault_log:
+        per_slot = []
+        for times in slot_records_at:
+            later = [t for t in times if t >= fault_log["until"]]
+            per_slot.append(round(later[0] - fault_log["until"], 2) if later else None)
+        fault_log["resumed_after_per_consumer"] = per_slot
+        fault_log["proxy"] = dict(proxy.counters)
+        if all(t is not None for t in per_slot):
+            resumed_after = max(per_slot)
+        fault_log["resumed_after"] = resumed_after
+    longest = {}
+    for record in consumer_records + producer_records:
+        for call, ms in (record.get("longest_call_ms") or {}).items():
+            longest[call] = max(longest.get(call, 0), ms)
 
     summary = {
         "url": url,
@@ -356,6 +428,8 @@ def main():
         "kills": len(kills),
         "kill_log": kills,
         "broker_restart": broker_restart,
+        "fault": fault_log,
+        "longest_call_ms": longest,
         "consumer_unexpected_exits": unexpected_exits,
         "consumer_stop_problems": stop_problems,
         "publish_retries": sum(r.get("publish_retries", 0) for r in producer_records),
@@ -381,6 +455,15 @@ def main():
         ("every consumer stopped cleanly on SIGTERM", not stop_problems),
         ("the dead-letter queue is empty", dlq_count in (None, 0)),
     ]
+    if args.fault:
+        checks.append((f"the {args.fault} fault ran for {args.fault_seconds:g} s while messages were produced",
+                       fault_log is not None and "until" in fault_log and fault_log["producing"]))
+        bound = f" within {args.resume_within:g} s" if args.resume_within is not None else ""
+        checks.append((f"every consumer resumed by itself{bound} after the fault",
+                       resumed_after is not None and (args.resume_within is None or resumed_after <= args.resume_within)))
+    if args.call_bound is not None:
+        checks.append((f"no transport call took longer than {args.call_bound:g} s",
+                       bool(longest) and max(longest.values()) <= args.call_bound * 1000))
     if args.restart_broker:
         checks.append(("the broker restart command succeeded", (broker_restart or {}).get("status") == 0))
     passed = sum(1 for _, ok in checks if ok)

@@ -28,6 +28,7 @@
 
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/message.hpp>
+#include <babelqueue/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url.hpp>
 #include <babelqueue/worker.hpp>
@@ -47,6 +48,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -110,12 +112,100 @@ bool append_record(int fd, std::string_view text) {
   }
 }
 
+// The longest call of each kind this process made to its transport, so the
+// harness can check that no call blocked longer than the transport's
+// documented timeouts, whatever the network did (robustness.py --call-bound).
+// A receive is measured beyond the wait it was given.
+struct LongestCalls {
+  std::mutex mutex;
+  std::chrono::milliseconds publish{0};
+  std::chrono::milliseconds receive_beyond_wait{0};
+  std::chrono::milliseconds settle{0};  // ack, ack_batch, release
+  std::chrono::milliseconds extend{0};
+
+  void note(std::chrono::milliseconds& slot, Clock::time_point started, std::chrono::milliseconds allowed = {}) {
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started) - allowed;
+    std::lock_guard lock(mutex);
+    slot = std::max(slot, took);
+  }
+
+  std::string json() {
+    std::lock_guard lock(mutex);
+    return "{\"publish\":" + std::to_string(publish.count()) +
+           ",\"receive_beyond_wait\":" + std::to_string(receive_beyond_wait.count()) +
+           ",\"settle\":" + std::to_string(settle.count()) + ",\"extend\":" + std::to_string(extend.count()) + "}";
+  }
+};
+
+LongestCalls longest_calls;
+
+// Forwards every call to the real transport and times it (LongestCalls).
+class TimedTransport final : public bq::Transport {
+ public:
+  explicit TimedTransport(std::unique_ptr<bq::Transport> inner) : inner_(std::move(inner)) {}
+
+  bq::Capabilities capabilities() const override { return inner_->capabilities(); }
+  bq::Result<void> publish(std::string_view queue, std::string_view body, const bq::PublishOptions& options) override {
+    const auto started = Clock::now();
+    auto result = inner_->publish(queue, body, options);
+    longest_calls.note(longest_calls.publish, started);
+    return result;
+  }
+  bq::Result<void> publish_batch(std::span<const bq::OutgoingMessage> messages) override {
+    const auto started = Clock::now();
+    auto result = inner_->publish_batch(messages);
+    longest_calls.note(longest_calls.publish, started);
+    return result;
+  }
+  bq::Result<std::vector<bq::Delivery>> receive(std::string_view queue, std::size_t max,
+                                                std::chrono::milliseconds wait) override {
+    const auto started = Clock::now();
+    auto result = inner_->receive(queue, max, wait);
+    longest_calls.note(longest_calls.receive_beyond_wait, started, wait);
+    return result;
+  }
+  bq::Result<void> ack(const bq::Delivery& delivery) override {
+    const auto started = Clock::now();
+    auto result = inner_->ack(delivery);
+    longest_calls.note(longest_calls.settle, started);
+    return result;
+  }
+  using bq::Transport::ack_batch;
+  bq::Result<void> ack_batch(std::span<const bq::Delivery> deliveries, std::vector<bq::AckFailure>& failures) override {
+    const auto started = Clock::now();
+    auto result = inner_->ack_batch(deliveries, failures);
+    longest_calls.note(longest_calls.settle, started);
+    return result;
+  }
+  bq::Result<void> release(const bq::Delivery& delivery, std::chrono::milliseconds delay) override {
+    const auto started = Clock::now();
+    auto result = inner_->release(delivery, delay);
+    longest_calls.note(longest_calls.settle, started);
+    return result;
+  }
+  bq::Result<void> extend(const bq::Delivery& delivery, std::chrono::milliseconds lease) override {
+    const auto started = Clock::now();
+    auto result = inner_->extend(delivery, lease);
+    longest_calls.note(longest_calls.extend, started);
+    return result;
+  }
+  std::string dead_letter_queue(std::string_view queue) const override { return inner_->dead_letter_queue(queue); }
+  bq::Result<bq::QueueStats> stats(std::string_view queue) override { return inner_->stats(queue); }
+  bq::Result<std::vector<bq::PeekedMessage>> peek(std::string_view queue, std::size_t max) override {
+    return inner_->peek(queue, max);
+  }
+  void close(std::chrono::milliseconds deadline) override { inner_->close(deadline); }
+
+ private:
+  std::unique_ptr<bq::Transport> inner_;
+};
+
 // Opens the transport, retrying while the broker is unreachable.
 std::unique_ptr<bq::Transport> open_with_retry(const std::string& url) {
   std::chrono::milliseconds backoff = 100ms;
   for (int attempt = 1;; ++attempt) {
     auto opened = bq::open_transport(url);
-    if (opened) return std::move(*opened);
+    if (opened) return std::make_unique<TimedTransport>(std::move(*opened));
     log_line("opening " + shown_url(url) + " failed (" + std::string(bq::to_string(opened.error().code())) +
              "): " + opened.error().message());
     if (stop_requested.load()) return nullptr;
@@ -245,8 +335,11 @@ int produce(const std::vector<std::string>& args) {
     published = end;
   }
   transport->close();
-  std::printf("{\"role\":\"producer\",\"pid\":%d,\"published\":%ld,\"publish_retries\":%llu,\"seconds\":%.3f}\n",
-              static_cast<int>(getpid()), published, static_cast<unsigned long long>(retries), seconds_since(start));
+  std::printf(
+      "{\"role\":\"producer\",\"pid\":%d,\"published\":%ld,\"publish_retries\":%llu,\"longest_call_ms\":%s,"
+      "\"seconds\":%.3f}\n",
+      static_cast<int>(getpid()), published, static_cast<unsigned long long>(retries), longest_calls.json().c_str(),
+      seconds_since(start));
   return published == count ? 0 : 1;
 }
 
@@ -345,13 +438,13 @@ int consume(const std::vector<std::string>& args, sigset_t stop_signals) {
   std::printf(
       "{\"role\":\"consumer\",\"pid\":%d,\"received\":%llu,\"succeeded\":%llu,\"failed\":%llu,\"retried\":%llu,"
       "\"dead_lettered\":%llu,\"poison\":%llu,\"released\":%llu,\"settle_errors\":%llu,\"worker_restarts\":%llu,"
-      "\"ended\":\"%s\",\"seconds\":%.3f}\n",
+      "\"longest_call_ms\":%s,\"ended\":\"%s\",\"seconds\":%.3f}\n",
       static_cast<int>(getpid()), static_cast<unsigned long long>(total.received),
       static_cast<unsigned long long>(total.succeeded), static_cast<unsigned long long>(total.failed),
       static_cast<unsigned long long>(total.retried), static_cast<unsigned long long>(total.dead_lettered),
       static_cast<unsigned long long>(total.poison), static_cast<unsigned long long>(total.released),
       static_cast<unsigned long long>(total.settle_errors), static_cast<unsigned long long>(restarts),
-      idle ? "idle" : "stopped", seconds_since(start));
+      longest_calls.json().c_str(), idle ? "idle" : "stopped", seconds_since(start));
   return 0;
 }
 

@@ -15,6 +15,10 @@
 //   publish_timeout=DURATION   longest wait for a delivery report (default 30s; up to 24h)
 //   connect_timeout=DURATION   how long open() waits for a broker to answer (default 10s; 0:
 //                              open without contacting one, the first operation finds out)
+//   request_timeout=DURATION   how long a request to a broker may go unanswered before its
+//                              connection is given up and made again (default 30s; 10ms to 5m)
+//   reconnect_min=DURATION     the first pause before reconnecting to a broker (default 100ms)
+//   reconnect_max=DURATION     the longest pause, the pauses doubling up to it (default 10s)
 //   tls=true                   TLS (security.protocol SSL, or SASL_SSL with a user), also on
 //                              when rdkafka.security.protocol is SSL or SASL_SSL
 //   tls_ca=PATH tls_cert=PATH tls_key=PATH tls_verify=true|false  (tls_options.hpp), as
@@ -86,11 +90,33 @@ class Transport final : public babelqueue::Transport {
     std::string retry_topic_pattern = "{topic}.retry.{n}";
     std::chrono::milliseconds session_timeout{std::chrono::seconds(10)};  ///< the consumer group's session timeout
     std::chrono::milliseconds commit_interval{100};                       ///< how often finished offsets are committed
-    std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};  ///< longest wait for a delivery report
+    /// Longest wait for a delivery report (message.timeout.ms); a record
+    /// whose request is in flight then is reported when that request times
+    /// out (request_timeout): see reconnect_max for the whole bound.
+    std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};
     /// How long open() waits for a bootstrap server to answer; it fails sooner
     /// when librdkafka finds every one of them down (a refused connection).
     /// Zero: open() contacts no broker.
     std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+    /// How long a request to a broker may go unanswered before librdkafka
+    /// gives its connection up and connects again (socket.timeout.ms,
+    /// 10 ms to 5 min); a new connection that does not finish its setup
+    /// within it (or connect_timeout, when that is shorter; at least 1 s) is
+    /// given up too (socket.connection.setup.timeout.ms). This bounds how
+    /// long a connection that went silent without closing (half-open) holds
+    /// up receiving, and how long past publish_timeout a publish whose
+    /// request was in flight may wait for its answer.
+    std::chrono::milliseconds request_timeout{std::chrono::seconds(30)};
+    /// The first pause before librdkafka connects to a broker again after a
+    /// connection closed (reconnect.backoff.ms); it doubles up to
+    /// reconnect_max (reconnect.backoff.max.ms), with librdkafka's jitter of
+    /// -25 % to +50 %.
+    std::chrono::milliseconds reconnect_min{100};
+    /// The longest pause between two connects to a broker. A publish made
+    /// while its broker's connection waits for the next try may be reported
+    /// only after it: under network faults a publish stayed within
+    /// publish_timeout + request_timeout + reconnect_max (docs/reliability.md).
+    std::chrono::milliseconds reconnect_max{std::chrono::seconds(10)};
     /// librdkafka properties, applied after the SDK's defaults.
     std::map<std::string, std::string> client_properties;    ///< both clients
     std::map<std::string, std::string> producer_properties;  ///< the producer only

@@ -15,6 +15,8 @@
 //                               across reconnects, 1ms to 24h (default 30s)
 //   confirm=true|false          publisher confirms (default true)
 //   max_in_flight=N             unconfirmed messages on the wire, 1 to 1000000 (default 1024)
+//   max_message_size=BYTES      the largest body a publish sends (default 134217728, the
+//                               broker's default max_message_size); larger ones are refused
 //   prefetch=N                  QoS per consumer, 0 to 65535; 0 (default) = 8 x the first receive's max, at least 128
 //                               of the first receive() on that queue
 //   queue_type=classic|quorum   quorum declares x-queue-type=quorum (default classic)
@@ -98,7 +100,12 @@ class Transport final : public babelqueue::Transport {
     std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};  ///< how long publish() waits for the confirm
     bool confirm = true;               ///< publisher confirms: publish() succeeds only once the broker has the message
     std::size_t max_in_flight = 1024;  ///< unconfirmed messages on the wire
-    std::uint16_t prefetch = 0;        ///< 0 = eight times the first receive()'s max, at least 128
+    /// The largest body a publish sends; a larger one fails with
+    /// Errc::invalid_argument naming both sizes, before anything is sent.
+    /// Default: RabbitMQ's own default max_message_size (128 MiB); set the
+    /// broker's value if it is configured otherwise. Must be at least 1.
+    std::size_t max_message_size = std::size_t{128} << 20U;
+    std::uint16_t prefetch = 0;                 ///< 0 = eight times the first receive()'s max, at least 128
     QueueType queue_type = QueueType::classic;  ///< the type of the queues it declares
     /// The pause before reconnect attempt n is reconnect_backoff.delay_for(n);
     /// URL reconnect_min and reconnect_max set its initial and max.

@@ -10,6 +10,8 @@
 //   connect_timeout=DURATION     TCP connect + TLS handshake + AUTH (default 5s; 1ms to 1h)
 //   command_timeout=DURATION     wait for a reply, on top of a blocking wait (default 5s; 1ms to 1h)
 //   max_connections=N            connection pool size (default 16; 1 to 1024)
+//   max_message_size=BYTES     the largest element a publish stores (default 536870912,
+//                              Redis's proto-max-bulk-len); larger ones are refused
 //   processing_suffix=TEXT       the Go/Python reservation list suffix (default :processing)
 //   reconnect_min=DURATION       first pause before reconnecting (default 100ms; 1ms to 1h)
 //   reconnect_max=DURATION       longest pause, also spelt reconnect_backoff_max (default 2s)
@@ -75,9 +77,18 @@ class Transport final : public babelqueue::Transport {
     std::chrono::milliseconds visibility_timeout{std::chrono::seconds(30)};
     std::chrono::milliseconds connect_timeout{std::chrono::seconds(5)};  ///< TCP connect, TLS handshake and AUTH
     /// How long a reply may take; a blocking wait adds its own length, so a
-    /// socket read never times out before the server's wait ends.
+    /// socket read never times out before the server's wait ends, and the
+    /// bytes a command moves add 1 s per MiB (sent, and received so far), so
+    /// a big message is not timed out on its way.
     std::chrono::milliseconds command_timeout{std::chrono::seconds(5)};
     std::size_t max_connections = 16;  ///< the connection pool's size
+    /// The largest element a publish stores (the body, framed with its
+    /// headers when it has any); a larger one fails with
+    /// Errc::invalid_argument naming both sizes, before anything is sent.
+    /// Default: Redis's own limit on one string (proto-max-bulk-len,
+    /// 512 MiB); set it to what the server is configured with, or lower.
+    /// Must be at least 1.
+    std::size_t max_message_size = std::size_t{512} << 20U;
     /// The list where Go and Python workers keep their reservations:
     /// the queue's name + processing_suffix. Never touched by this transport's recovery;
     /// counted as reserved by stats().
