@@ -88,8 +88,11 @@ int main(int argc, char** argv) {
   add_queue_commands(app, action, global);
   add_work_command(app, action, global);
   add_bench_command(app, action, global);
-#if BQ_CLI_GDPR
+#if defined(BQ_CLI_GDPR)
   add_gdpr_command(app, action);
+#endif
+#if defined(BQ_CLI_OUTBOX)
+  add_outbox_command(app, action, global);
 #endif
   add_completion_command(app, action);
   for (CLI::App* command : app.get_subcommands({})) {
