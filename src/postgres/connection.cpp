@@ -31,7 +31,13 @@ Connection::~Connection() {
 Result<void> Connection::connect() {
   if (conn_ != nullptr) PQfinish(conn_);
   conn_ = PQconnectdb(conninfo_.c_str());
-  if (PQstatus(conn_) == CONNECTION_OK) return {};
+  if (PQstatus(conn_) == CONNECTION_OK) {
+    // NOTICEs (CREATE ... IF NOT EXISTS on an existing table) are not
+    // errors; libpq would print them on standard error.
+    PQsetNoticeProcessor(
+        conn_, [](void*, const char*) {}, nullptr);
+    return {};
+  }
   const std::string why = trimmed(PQerrorMessage(conn_));
   const bool refused_credentials =
       why.find("password authentication failed") != std::string::npos || why.find("no password") != std::string::npos;

@@ -10,6 +10,9 @@
 #include <babelqueue/outbox/relay.hpp>
 #include <babelqueue/outbox/sqlite_store.hpp>
 #include <babelqueue/url.hpp>
+#if defined(BQ_CLI_POSTGRES_OUTBOX)
+#include <babelqueue/postgres/outbox_store.hpp>
+#endif
 
 #include <atomic>
 #include <iostream>
@@ -28,7 +31,8 @@ struct RelayArgs {
   double lease = 30;
 };
 
-// The store a URL names: sqlite:///abs/file.db or sqlite://rel/file.db,
+// The store a URL names: sqlite:///abs/file.db or sqlite://rel/file.db, or
+// postgresql://user:password@host:port/db (with babelqueue::postgres);
 // ?table=NAME (default babelqueue_outbox).
 Result<std::unique_ptr<outbox::Store>> open_store(const std::string& text) {
   auto url = Url::parse(text);
@@ -46,7 +50,20 @@ Result<std::unique_ptr<outbox::Store>> open_store(const std::string& text) {
     if (!store) return unexpected(store.error());
     return std::unique_ptr<outbox::Store>(std::move(*store));
   }
-  return unexpected(Errc::unsupported, "no outbox store for the scheme '" + url->scheme + "' (this build has: sqlite)");
+#if defined(BQ_CLI_POSTGRES_OUTBOX)
+  if (url->scheme == "postgresql" || url->scheme == "postgres") {
+    auto options = postgres::OutboxStore::options_from_url(*url);
+    if (!options) return unexpected(options.error());
+    auto store = postgres::OutboxStore::open(std::move(*options));
+    if (!store) return unexpected(store.error());
+    return std::unique_ptr<outbox::Store>(std::move(*store));
+  }
+  constexpr const char* kSchemes = "sqlite, postgresql";
+#else
+  constexpr const char* kSchemes = "sqlite";
+#endif
+  return unexpected(Errc::unsupported,
+                    "no outbox store for the scheme '" + url->scheme + "' (this build has: " + kSchemes + ")");
 }
 
 int run_relay(const GlobalOptions& global, const RelayArgs& args) {
@@ -113,7 +130,9 @@ void add_outbox_command(CLI::App& app, Action& action, const GlobalOptions& glob
   auto args = std::make_shared<RelayArgs>();
   CLI::App* relay = outbox->add_subcommand(
       "relay", "Publish the outbox's pending rows to the broker of --url, verbatim (until stopped, or --drain)");
-  relay->add_option("--store", args->store, "The outbox: sqlite:///path/app.db[?table=NAME]")
+  relay
+      ->add_option("--store", args->store,
+                   "The outbox: sqlite:///path/app.db or postgresql://user:password@host/db, [?table=NAME]")
       ->required()
       ->type_name("URL");
   relay->add_flag("--drain", args->drain, "Stop once nothing is pending (rows waiting for a retry stay)");
