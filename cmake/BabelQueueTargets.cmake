@@ -60,8 +60,12 @@ endfunction()
 #   PC_LIBS_PRIVATE: linker flags for a dependency without a usable module.
 #     The SDK's public headers include no dependency's header, so pkg-config
 #     users need these only to link a static library (pkg-config --static).
+#   PC_REQUIRES: the pkg-config modules of dependencies the component's API
+#     hands to its users (the outbox takes the caller's sqlite3*, PGconn*),
+#     so they link them too.
 function(bq_install_component name)
-  cmake_parse_arguments(ARG "" "" "COMPONENTS;PRIVATE_COMPONENTS;DEPS;PC_REQUIRES_PRIVATE;PC_LIBS_PRIVATE" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "COMPONENTS;PRIVATE_COMPONENTS;DEPS;PC_REQUIRES;PC_REQUIRES_PRIVATE;PC_LIBS_PRIVATE"
+                        ${ARGN})
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "bq_install_component(${name}): unexpected '${ARG_UNPARSED_ARGUMENTS}'")
   endif()
@@ -75,7 +79,7 @@ function(bq_install_component name)
   endif()
   list(TRANSFORM ARG_COMPONENTS PREPEND "babelqueue-")
   list(TRANSFORM ARG_PRIVATE_COMPONENTS PREPEND "babelqueue-")
-  list(APPEND requires ${ARG_COMPONENTS})
+  list(APPEND requires ${ARG_COMPONENTS} ${ARG_PC_REQUIRES})
   string(JOIN ", " requires ${requires})
   string(JOIN ", " requires_private ${ARG_PRIVATE_COMPONENTS} ${ARG_PC_REQUIRES_PRIVATE})
   string(JOIN " " libs_private ${ARG_PC_LIBS_PRIVATE})

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Middleware: the one seam through which optional components (idempotency,
-// payload schemas, tracing, and later field encryption, metrics) and user
+// payload schemas, tracing, field encryption, metrics) and user
 // code join the runtime, at the two moments they all need — a delivery on
 // its way to its handler, and a publish on its way out (docs/adr/0018).
 //

@@ -2,6 +2,7 @@
 #include <babelqueue/json.hpp>
 #include <babelqueue/schema/schema.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -20,6 +21,8 @@ struct Schema::Node {
   std::optional<Value> const_value;
   std::optional<std::uint64_t> min_length;
   std::optional<Value> minimum;
+  /// x-gdpr-sensitive: its category ("" for true) when the node is marked.
+  std::optional<std::string> sensitive;
 };
 
 namespace {
@@ -186,6 +189,12 @@ Result<std::shared_ptr<const Node>> compile(const Value& schema, const std::stri
     if (!minimum->is_number()) return bad(at, "minimum is a number");
     node->minimum = *minimum;
   }
+  // Validation-neutral: true or a category name marks the node, anything
+  // else (false, "", a number) leaves it unmarked, as the siblings read it.
+  if (const Value* mark = schema.find("x-gdpr-sensitive")) {
+    if (mark->is_bool() && mark->as_bool()) node->sensitive = std::string();
+    if (mark->is_string() && !mark->as_string().empty()) node->sensitive = mark->as_string();
+  }
   return std::shared_ptr<const Node>(std::move(node));
 }
 
@@ -258,6 +267,14 @@ void check(const Node& node, const Value& data, const std::string& pointer, std:
   }
 }
 
+void collect_sensitive(const Node& node, const std::string& path, std::vector<SensitivePath>& out) {
+  if (node.sensitive) out.push_back({path, *node.sensitive});
+  for (const auto& [name, sub] : node.properties) {
+    collect_sensitive(*sub, path.empty() ? name : path + "." + name, out);
+  }
+  if (node.items) collect_sensitive(*node.items, path + "[]", out);
+}
+
 }  // namespace
 
 std::string to_string(const Violation& violation) {
@@ -280,6 +297,13 @@ Result<Schema> Schema::from_value(const Value& schema) {
 std::vector<Violation> Schema::validate(const Value& data) const {
   std::vector<Violation> out;
   check(*root_, data, "", out);
+  return out;
+}
+
+std::vector<SensitivePath> Schema::sensitive_paths() const {
+  std::vector<SensitivePath> out;
+  collect_sensitive(*root_, "", out);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
   return out;
 }
 

@@ -22,7 +22,12 @@ offered() {  # offered WORD... : what bash offers for the last word, sorted, on 
   _babelqueue
   printf '%s\n' "${COMPREPLY[@]}" | sort | paste -sd ' ' -
 }
-commands="bench codec conformance drain peek publish redrive send stats work"
+# The optional components' commands, when this build has them.
+optional=""
+"$bq" gdpr --help >/dev/null 2>&1 && optional+=" gdpr"
+"$bq" outbox --help >/dev/null 2>&1 && optional+=" outbox"
+commands="$(printf '%s\n' bench codec conformance drain peek publish redrive send stats work $optional | sort |
+  paste -sd ' ' -)"
 check "bash: the commands" "$commands" "$(offered '')"
 check "bash: a prefix" "peek publish" "$(offered p)"
 check "bash: completion itself is hidden" "" "$(offered comp)"

@@ -46,7 +46,7 @@ if compgen -G "$lib_dir/libbabelqueue-core.so*" >/dev/null; then linkage=shared;
 echo "installed into $prefix (libdir $libdir, $linkage libraries) under $stage"
 
 components=(core)
-for optional in idempotency schema; do
+for optional in idempotency schema gdpr outbox postgres; do
   [[ -f "$pc_dir/babelqueue-$optional.pc" ]] && components+=("$optional")
 done
 components+=("${transports[@]}")
@@ -128,7 +128,7 @@ pkg_flags() {
 sources_of() {  # sources_of COMPONENT: the consumer program of one component
   case "$1" in
     core) echo "$here/consumer/main.cpp" ;;
-    idempotency | schema) echo "$here/components/$1.cpp" ;;
+    idempotency | schema | gdpr | outbox | postgres) echo "$here/components/$1.cpp" ;;
     *) echo "$here/transports/main.cpp $generated/registration-$1.cpp" ;;
   esac
 }

@@ -39,6 +39,11 @@ void add_queue_commands(CLI::App& app, Action& action, const GlobalOptions& glob
 void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global);
 // Registers `bench QUEUE [options]`.
 void add_bench_command(CLI::App& app, Action& action, const GlobalOptions& global);
+// Registers `gdpr protect|unprotect --registry DIR --key-file FILE` (builds
+// with babelqueue::gdpr only).
+void add_gdpr_command(CLI::App& app, Action& action);
+// Registers `outbox relay --store URL` (builds with babelqueue::outbox only).
+void add_outbox_command(CLI::App& app, Action& action, const GlobalOptions& global);
 // Registers the hidden `completion bash|zsh`, generated from the commands
 // registered before it: call it last.
 void add_completion_command(CLI::App& app, Action& action);

@@ -88,10 +88,16 @@ int main(int argc, char** argv) {
   add_queue_commands(app, action, global);
   add_work_command(app, action, global);
   add_bench_command(app, action, global);
+#if defined(BQ_CLI_GDPR)
+  add_gdpr_command(app, action);
+#endif
+#if defined(BQ_CLI_OUTBOX)
+  add_outbox_command(app, action, global);
+#endif
   add_completion_command(app, action);
   for (CLI::App* command : app.get_subcommands({})) {
     const std::string& name = command->get_name();
-    if (name == "codec" || name == "conformance" || name == "completion") continue;
+    if (name == "codec" || name == "conformance" || name == "completion" || name == "gdpr") continue;
     command->footer(std::string("Global option (before or after the command): --url URL, the broker (default: $") +
                     kUrlEnvironmentVariable + ", else " + kDefaultUrl +
                     ").\nExit status: 0 ok, 1 failure, 2 usage error.");

@@ -15,7 +15,8 @@
 //   enum, const           JSON equality (1 equals 1.0), checked on every node
 //   minLength             counted in Unicode code points; only where type is "string"
 //   minimum               inclusive; only where type is "integer" or "number"
-// An integral float (1.0) is an integer. Every other keyword is ignored.
+// An integral float (1.0) is an integer. x-gdpr-sensitive marks personal
+// data (sensitive_paths) and checks nothing. Every other keyword is ignored.
 // docs/schema.md lists the cases of the official JSON Schema test suite
 // where the subset deliberately answers otherwise.
 //
@@ -41,6 +42,17 @@ struct Violation {
   std::string message;  ///< what was expected, e.g. "must be >= 1"
 };
 
+/// A node of the schema marked `x-gdpr-sensitive` (the family's ADR-0030):
+/// personal data that field encryption protects (babelqueue::gdpr). The mark
+/// is validation-neutral: it changes no check.
+struct SensitivePath {
+  /// Where the node is in data, the family's way: property names joined by
+  /// dots, `[]` after an array whose items are marked or hold marks
+  /// ("email", "profile.full_name", "addresses[].line"); "" for data itself.
+  std::string path;
+  std::string category;  ///< the mark's category name; "" when the mark is `true`
+};
+
 /// "/order_id: minimum (must be >= 1)".
 std::string to_string(const Violation& violation);
 
@@ -58,6 +70,11 @@ class Schema {
   /// Every violation, in document order; empty when data is valid.
   std::vector<Violation> validate(const Value& data) const;
   bool valid(const Value& data) const { return validate(data).empty(); }  ///< no violation
+
+  /// Every node marked `x-gdpr-sensitive` (true or a category name), found
+  /// through properties and items, sorted by path (byte order), as the
+  /// sibling SDKs list them.
+  std::vector<SensitivePath> sensitive_paths() const;
 
   struct Node;
 

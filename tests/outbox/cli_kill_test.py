@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""`babelqueue outbox relay` killed with SIGKILL in the middle of a batch.
+
+An application database holds N committed outbox rows (written the way the
+documented table layout describes, as another language's producer could);
+the relay publishes them to a SQLite broker file and is killed with -9 once
+some, not all, went out. A second relay with --drain, after the dead relay's
+lease ended, publishes the rest. Every message arrives (0 lost); the copies
+the killed batch published twice are counted and reported.
+
+With a PostgreSQL URL as second argument the outbox is a table there (rows
+inserted with psql), else a SQLite file.
+
+usage: cli_kill_test.py BABELQUEUE_BINARY [POSTGRESQL_URL]
+"""
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+BATCH = 250
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def main():
+    binary = sys.argv[1]
+    postgres = sys.argv[2] if len(sys.argv) > 2 else None
+    with tempfile.TemporaryDirectory() as tmp:
+        app_db = os.path.join(tmp, "app.db")
+        table = "bq_kill_%d" % os.getpid()
+        store = postgres + "?table=" + table if postgres else "sqlite://" + app_db
+        broker = "sqlite://" + os.path.join(tmp, "broker.db")
+        relay = [binary, "--url", broker, "outbox", "relay", "--store", store, "--batch", str(BATCH), "--lease", "1"]
+
+        # The table, made by the relay's own migration (nothing pending yet).
+        subprocess.run(relay + ["--drain"], check=True, capture_output=True, timeout=60)
+        now = int(time.time() * 1000)
+        rows = 20000 if postgres else 4000  # enough that the kill lands before the end
+        ids = [str(uuid.uuid4()) for _ in range(rows)]
+        bodies = [json.dumps({"job": "urn:shop:orders:created", "trace_id": str(uuid.uuid4()),
+                              "data": {"order_id": n},
+                              "meta": {"id": ids[n], "queue": "orders", "lang": "python", "schema_version": 1,
+                                       "created_at": now}, "attempts": 0}, separators=(",", ":"))
+                  for n in range(rows)]
+
+        def psql(sql, stdin=None):
+            return subprocess.run(["psql", postgres, "-qtAX", "-v", "ON_ERROR_STOP=1", "-c", sql], input=stdin,
+                                  capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+
+        if postgres:
+            # COPY's text format: a tab between the columns, a row a line (the
+            # bodies hold no tab, newline or backslash).
+            subprocess.run(["psql", postgres, "-qX", "-v", "ON_ERROR_STOP=1", "-c",
+                            "COPY " + table + " (queue, body) FROM STDIN"],
+                           input="".join("orders\t" + b + "\n" for b in bodies), text=True, check=True,
+                           capture_output=True, timeout=60)
+
+            def published():
+                return int(psql("SELECT count(*) FROM " + table + " WHERE published_at IS NOT NULL"))
+        else:
+            db = sqlite3.connect(app_db)
+            with db:
+                db.executemany("INSERT INTO babelqueue_outbox (queue, body, created_at) VALUES ('orders', ?, ?)",
+                               [(b.encode(), now) for b in bodies])
+
+            def published():
+                return db.execute(
+                    "SELECT count(*) FROM babelqueue_outbox WHERE published_at IS NOT NULL").fetchone()[0]
+
+        def delivered():
+            out = subprocess.run([binary, "--url", broker, "stats", "orders", "--json"], capture_output=True,
+                                 text=True, timeout=60)
+            return json.loads(out.stdout)["ready"] if out.returncode == 0 and out.stdout else 0
+
+        running = subprocess.Popen(relay, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        # Killed once more than a batch went out: a batch is on its way.
+        while time.time() < deadline and delivered() <= BATCH:
+            time.sleep(0.005)
+        running.send_signal(signal.SIGKILL)
+        running.wait()
+        marked, sent = published(), delivered()
+        if not 0 < marked < rows:
+            fail("the relay was not killed in the middle: %d of %d marked" % (marked, rows))
+        print("killed with SIGKILL: %d rows marked published, %d messages on the broker" % (marked, sent))
+
+        time.sleep(1.2)  # the dead relay's lease ends
+        out = subprocess.run(relay + ["--drain", "--json"], capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            fail("the second relay: " + out.stderr)
+        if published() != rows:
+            fail("%d rows still pending after --drain" % (rows - published()))
+
+        bodies = subprocess.run([binary, "--url", broker, "drain", "orders", "--wait", "0.2"], capture_output=True,
+                                text=True, timeout=120, check=True).stdout.splitlines()
+        seen = [json.loads(b)["meta"]["id"] for b in bodies if b]
+        lost = set(ids) - set(seen)
+        duplicates = len(seen) - len(set(seen))
+        if lost:
+            fail("%d messages lost" % len(lost))
+        if set(seen) - set(ids):
+            fail("messages that were never written arrived")
+        print("ok: %s: %d rows, 0 lost, %d duplicates (the killed batch published again), second relay: %s"
+              % ("postgresql" if postgres else "sqlite", rows, duplicates, out.stdout.strip()))
+        if postgres:
+            psql("DROP TABLE " + table)
+
+
+if __name__ == "__main__":
+    main()
