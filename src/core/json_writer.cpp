@@ -295,6 +295,18 @@ WriteStatus JsonOut::quoted(std::string_view text, char lead, char trail) {
       }
       plain = static_cast<std::size_t>(std::countr_zero(mask));
     } else if (left >= sizeof(std::uint64_t) && std::endian::native == std::endian::little) {
+      // The whole tail as two words that may overlap: most keys and short
+      // values end here in one step.
+      std::uint64_t head;
+      std::uint64_t tail;
+      std::memcpy(&head, src, sizeof head);
+      std::memcpy(&tail, end - sizeof tail, sizeof tail);
+      if ((word_attention(head) | word_attention(tail)) == 0) {
+        std::memcpy(dst, &head, sizeof head);
+        std::memcpy(dst + left - sizeof tail, &tail, sizeof tail);
+        dst += left;
+        break;
+      }
       std::uint64_t word;
       std::memcpy(&word, src, sizeof word);
       std::memcpy(dst, &word, sizeof word);
@@ -306,6 +318,16 @@ WriteStatus JsonOut::quoted(std::string_view text, char lead, char trail) {
       }
       plain = static_cast<std::size_t>(std::countr_zero(flags)) / 8;
     } else if (left >= sizeof(std::uint32_t) && std::endian::native == std::endian::little) {
+      std::uint32_t head;
+      std::uint32_t tail;
+      std::memcpy(&head, src, sizeof head);
+      std::memcpy(&tail, end - sizeof tail, sizeof tail);
+      if (word_attention((std::uint64_t{tail} << 32U) | head) == 0) {
+        std::memcpy(dst, &head, sizeof head);
+        std::memcpy(dst + left - sizeof tail, &tail, sizeof tail);
+        dst += left;
+        break;
+      }
       std::uint32_t word;
       std::memcpy(&word, src, sizeof word);
       std::memcpy(dst, &word, sizeof word);
