@@ -21,9 +21,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <iostream>
 #include <new>
 #include <string>
 #include <string_view>
+#include <utility>
 
 // ---- allocation counting ------------------------------------------------------
 //
@@ -342,4 +345,28 @@ BENCHMARK_CAPTURE(BM_BaselineNlohmannParse, 4k, Size::k4);
 BENCHMARK_CAPTURE(BM_BaselineNlohmannDump, small, Size::small);
 BENCHMARK_CAPTURE(BM_BaselineNlohmannDump, 4k, Size::k4);
 
-BENCHMARK_MAIN();
+// --payloads_to=DIR writes the two payloads' bytes (small.json, 4k.json) and
+// exits, so that other codecs (bench/python_codec.py) can be measured on the
+// same bytes; every other argument goes to Google Benchmark.
+int main(int argc, char** argv) {
+  constexpr std::string_view kPayloadsTo = "--payloads_to=";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.substr(0, kPayloadsTo.size()) != kPayloadsTo) continue;
+    const std::string dir(arg.substr(kPayloadsTo.size()));
+    for (const auto& [name, size] : {std::pair{"small.json", Size::small}, std::pair{"4k.json", Size::k4}}) {
+      std::ofstream file(dir + "/" + name, std::ios::binary);
+      file << payload(size).bytes;
+      if (!file.flush()) {
+        std::cerr << "cannot write " << dir << "/" << name << "\n";
+        return 1;
+      }
+    }
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -54,4 +54,11 @@ else:
     for r in rows:
         print("%-10s %11d %16.0f %16.0f %12.1f" % (r["transport"], r["concurrency"], r["publish_msgs_per_s"],
                                                   r["consume_msgs_per_s"], r["latency_ms"]["p50"]))
+    # The target of docs/benchmarks.md: SQLite consume + ack at concurrency 4
+    # at least a quarter of the memory transport measured in this same run.
+    consume = {(r["transport"], r["concurrency"]): r["consume_msgs_per_s"] for r in rows}
+    if consume.get(("memory", 4)):
+        ratio = consume[("sqlite", 4)] / consume[("memory", 4)]
+        print("sqlite / memory consume + ack at concurrency 4: %.3fx (target >= 0.25x) %s"
+              % (ratio, "PASS" if ratio >= 0.25 else "FAIL"))
 ' "$here" "$markdown" "$measured" "$messages" "$size"

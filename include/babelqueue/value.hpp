@@ -23,6 +23,9 @@
 namespace babelqueue {
 
 class Value;
+namespace detail {
+class JsonOut;
+}  // namespace detail
 
 /// A JSON array.
 using Array = std::vector<Value>;
@@ -188,6 +191,10 @@ class Value {
   static std::string_view kind_name(Kind k) noexcept;
 
  private:
+  // The canonical writer visits the alternatives directly: one jump per
+  // value instead of a kind() and a checked as_ read.
+  friend class detail::JsonOut;
+
   std::variant<std::nullptr_t, bool, std::int64_t, std::uint64_t, NumberText, double, std::string, Array, Object> v_{
       nullptr};
 };

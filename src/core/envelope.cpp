@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "envelope_builder.hpp"
+#include "json_out.hpp"
 #include "json_walk.hpp"
 
 #include <babelqueue/clock.hpp>
@@ -80,15 +81,14 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
   // Written into a per-thread scratch buffer, then copied once at its exact
   // size: one allocation per envelope instead of a growing string's several.
   thread_local std::string scratch;
-  std::string& out = scratch;
-  out.clear();
+  detail::JsonOut out(scratch, 0);
   auto record = [&](std::size_t begin) {
     return detail::Member{{}, {static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(out.size() - begin)}};
   };
   auto field = [&](std::string_view key_prefix, std::string_view text) -> Result<detail::Member> {
-    out.append(key_prefix);
+    out.literal(key_prefix);
     const std::size_t begin = out.size();
-    if (auto r = write_json_string(out, text); !r) return unexpected(r.error());
+    if (out.string(text) != detail::WriteStatus::ok) return unexpected(Errc::invalid_utf8, "string is not valid UTF-8");
     return record(begin);
   };
   // A string field's text is its token without the quotes, unless writing it
@@ -107,37 +107,40 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
   if (!job_member) return unexpected(job_member.error());
   auto trace_member = field(",\"trace_id\":", trace_id);
   if (!trace_member) return unexpected(trace_member.error());
-  out.append(",\"data\":");
+  out.literal(",\"data\":");
   const std::size_t data_begin = out.size();
   if (data.is_null()) {
-    out.append("{}");
-  } else if (auto r = write_json(out, data); !r) {
-    return unexpected(r.error());
+    out.literal("{}");
+  } else if (const detail::WriteStatus status = out.value(data); status != detail::WriteStatus::ok) {
+    if (status == detail::WriteStatus::not_finite) {
+      return unexpected(Errc::invalid_argument, "NaN and infinities cannot be written as JSON");
+    }
+    return unexpected(Errc::invalid_utf8, "string is not valid UTF-8");
   }
   const detail::Member data_member = record(data_begin);
-  out.append(",\"meta\":");
+  out.literal(",\"meta\":");
   const std::size_t meta_begin = out.size();
   auto id_member = field("{\"id\":", id);
   if (!id_member) return unexpected(id_member.error());
   auto queue_member = field(",\"queue\":", options.queue);
   if (!queue_member) return unexpected(queue_member.error());
   auto lang_member = field(",\"lang\":", kSourceLang);
-  out.append(",\"schema_version\":");
+  out.literal(",\"schema_version\":");
   const std::size_t version_begin = out.size();
-  out.append("1");
+  out.put('1');
   const detail::Member version_member = record(version_begin);
-  out.append(",\"created_at\":");
+  out.literal(",\"created_at\":");
   const std::size_t created_begin = out.size();
-  append_int(out, created_at);
+  out.integer(created_at);
   const detail::Member created_member = record(created_begin);
-  out.push_back('}');
+  out.put('}');
   const detail::Member meta_member = record(meta_begin);
-  out.append(",\"attempts\":");
+  out.literal(",\"attempts\":");
   const std::size_t attempts_begin = out.size();
-  out.append("0");
+  out.put('0');
   const detail::Member attempts_member = record(attempts_begin);
-  out.push_back('}');
-  env.buffer_.assign(out);
+  out.put('}');
+  env.buffer_.assign(out.data(), out.size());
   env.body_size_ = out.size();
 
   using T = detail::TopKey;

@@ -2,18 +2,26 @@
 // The canonical JSON writer (SPEC §3). It is our own code on purpose: no JSON
 // library in reach writes the exact bytes the other SDKs of the family write
 // (escape set, hex case, float layout), and those bytes are the contract.
+#include "json_out.hpp"
+
 #include <babelqueue/json.hpp>
 
-#include <simdjson.h>
-
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <variant>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace babelqueue {
-
+namespace detail {
 namespace {
 
 // For each byte: 0 = copy as is, otherwise the character after the backslash
@@ -32,134 +40,150 @@ constexpr std::array<char, 256> make_escape_table() {
 }
 constexpr std::array<char, 256> kEscape = make_escape_table();
 
-// Bit tricks on 8 bytes at once (exact for the ranges used here):
-// has_zero(x) is non-zero iff a byte of x is 0; has_less(x, n) iff a byte is < n.
+// 1 for the bytes attention_mask() flags.
+constexpr std::array<bool, 256> make_attention_table() {
+  std::array<bool, 256> table{};
+  for (std::size_t c = 0; c < table.size(); ++c) table[c] = kEscape[c] != 0 || c >= 0x80;
+  return table;
+}
+constexpr std::array<bool, 256> kAttention = make_attention_table();
+
+// The same test on 8 bytes at once: the high bit of each flagged byte (exact
+// for the lowest flagged byte; a byte above it may be flagged falsely, which
+// the callers never look at).
 constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
 constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
 constexpr std::uint64_t has_zero(std::uint64_t x) noexcept { return (x - kOnes) & ~x & kHighs; }
 constexpr std::uint64_t has_less(std::uint64_t x, std::uint64_t n) noexcept { return (x - kOnes * n) & ~x & kHighs; }
-
-// True when none of the 8 bytes needs attention: no control character, no
-// '"' or '\\' to escape, no non-ASCII byte whose UTF-8 must be validated.
-constexpr bool word_is_plain(std::uint64_t w) noexcept {
-  return (has_less(w, 0x20) | has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\')) | (w & kHighs)) == 0;
+constexpr std::uint64_t word_attention(std::uint64_t w) noexcept {
+  return has_less(w, 0x20) | has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\')) | (w & kHighs);
 }
-static_assert(word_is_plain(0x6867666564636261ULL));   // "abcdefgh"
-static_assert(!word_is_plain(0x6867666564632261ULL));  // a '"'
-static_assert(!word_is_plain(0x686766656463615cULL));  // a '\'
-static_assert(!word_is_plain(0x686766650a636261ULL));  // a '\n'
-static_assert(!word_is_plain(0x68676665c3a96261ULL));  // non-ASCII
+static_assert(word_attention(0x6867666564636261ULL) == 0);  // "abcdefgh"
+static_assert(word_attention(0x6867666564632261ULL) != 0);  // a '"'
+static_assert(word_attention(0x686766656463615cULL) != 0);  // a '\\'
+static_assert(word_attention(0x686766650a636261ULL) != 0);  // a '\n'
+static_assert(word_attention(0x68676665c3a96261ULL) != 0);  // non-ASCII
 
-// The recursive writer reports a small status rather than a Result: building
-// an error on every level would cost more than writing the value.
-enum class WriteStatus { ok, invalid_utf8, not_finite };
+constexpr std::size_t kBlock = 16;
+// A string token needs its bytes, two quotes, and room for the last block
+// store, which may write up to a block past the bytes it keeps.
+constexpr std::size_t kStringSlack = 2 + kBlock;
+// The longest escape (\u00xx) written for one input byte.
+constexpr std::size_t kLongestEscape = 6;
 
-WriteStatus append_string(std::string& out, std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  const char* p = text.data();
-  const char* const end = p + text.size();
-  const char* run = p;
-  bool non_ascii = false;
-  out.push_back('"');
-  while (p != end) {
-    if (end - p >= 8) {
-      std::uint64_t w;
-      std::memcpy(&w, p, sizeof w);
-      if (word_is_plain(w)) {
-        p += 8;
-        continue;
-      }
-    }
-    const auto c = static_cast<unsigned char>(*p);
-    const char e = kEscape[c];
-    if (c >= 0x80U) non_ascii = true;
-    if (e == 0) {
-      ++p;
-      continue;
-    }
-    out.append(run, static_cast<std::size_t>(p - run));
-    if (e == 'u') {
-      const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4U], kHex[c & 0x0FU]};
-      out.append(esc, sizeof esc);
+// Bit i is set when byte i of the 16 needs attention: a control character,
+// '"' or '\\' to escape, or a non-ASCII byte whose UTF-8 must be checked.
+inline std::uint32_t attention_mask(const char* block) noexcept {
+#if defined(__SSE2__)
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
+  // A signed comparison: bytes >= 0x80 are negative, so one test finds both
+  // control characters and non-ASCII bytes.
+  const __m128i low_or_high = _mm_cmplt_epi8(bytes, _mm_set1_epi8(0x20));
+  const __m128i quote = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('"'));
+  const __m128i backslash = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\'));
+  return static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_or_si128(low_or_high, _mm_or_si128(quote, backslash))));
+#else
+  std::uint32_t mask = 0;
+  for (std::size_t i = 0; i < kBlock; ++i) {
+    const auto c = static_cast<unsigned char>(block[i]);
+    if (c < 0x20U || c >= 0x80U || c == '"' || c == '\\') mask |= 1U << i;
+  }
+  return mask;
+#endif
+}
+
+// The length of the well-formed UTF-8 sequence that starts at p (whose first
+// byte is >= 0x80) within left bytes, or 0 when it is not one (Unicode
+// table 3-7: no overlong forms, no surrogates, nothing above U+10FFFF).
+inline std::size_t utf8_sequence(const unsigned char* p, std::size_t left) noexcept {
+  const unsigned lead = p[0];
+  auto continuation = [&](std::size_t i) { return (p[i] & 0xC0U) == 0x80U; };
+  if (lead < 0xC2U) return 0;
+  if (lead < 0xE0U) return left >= 2 && continuation(1) ? 2 : 0;
+  if (lead < 0xF0U) {
+    if (left < 3 || !continuation(1) || !continuation(2)) return 0;
+    if (lead == 0xE0U && p[1] < 0xA0U) return 0;   // overlong
+    if (lead == 0xEDU && p[1] >= 0xA0U) return 0;  // a surrogate
+    return 3;
+  }
+  if (lead < 0xF5U) {
+    if (left < 4 || !continuation(1) || !continuation(2) || !continuation(3)) return 0;
+    if (lead == 0xF0U && p[1] < 0x90U) return 0;   // overlong
+    if (lead == 0xF4U && p[1] >= 0x90U) return 0;  // above U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+// Powers of ten a double holds exactly.
+constexpr std::array<double, 18> kPowersOfTen = {1e0, 1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
+                                                 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
+
+// The shortest digits of most doubles in payloads (prices, weights, ratios:
+// a short decimal) without the general algorithm: the first k for which
+// round(|x| * 10^k) / 10^k gives back x names the decimal with the fewest
+// fraction digits that reads back as x. While |x| * 10^k < 2^50 the
+// neighbours of x are closer together than 10^-k, so at most one such decimal
+// exists and the rounding of the multiplication cannot hide it; beyond that,
+// false, and the caller takes the general path. Writes fixed notation, as
+// SPEC §3 lays out every double in [1e-4, 1e16).
+bool write_short_decimal(char*& out, double value) noexcept {
+  const double magnitude = std::fabs(value);
+  if (!(magnitude >= 1e-4)) return false;  // also NaN
+  constexpr double kExactLimit = 0x1p50;
+  for (std::size_t k = 0; k < kPowersOfTen.size(); ++k) {
+    const double scaled = magnitude * kPowersOfTen[k];
+    if (scaled >= kExactLimit) return false;
+    // Adding a half is exact below 2^50 (the spacing of doubles there is at
+    // most 1/8), so this is round-half-up without a call into libm.
+    const auto rounded = static_cast<std::uint64_t>(scaled + 0.5);
+    // A decimal that reads back as x lies within 3/16 of scaled (the
+    // neighbours' distance and the multiplication's rounding), so a farther
+    // integer is rejected without the division.
+    const double off = scaled - static_cast<double>(rounded);
+    if (off > 0.1875 || off < -0.1875) continue;
+    if (static_cast<double>(rounded) / kPowersOfTen[k] != magnitude) continue;
+    char digits[20];
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, rounded);
+    const auto n = static_cast<std::size_t>(end - digits);
+    char* p = out;
+    if (value < 0) *p++ = '-';
+    if (k == 0) {
+      std::memcpy(p, digits, n);
+      p += n;
+      *p++ = '.';
+      *p++ = '0';
+    } else if (n > k) {
+      std::memcpy(p, digits, n - k);
+      p += n - k;
+      *p++ = '.';
+      std::memcpy(p, digits + n - k, k);
+      p += k;
     } else {
-      const char esc[2] = {'\\', e};
-      out.append(esc, sizeof esc);
+      *p++ = '0';
+      *p++ = '.';
+      std::memset(p, '0', k - n);
+      p += k - n;
+      std::memcpy(p, digits, n);
+      p += n;
     }
-    run = ++p;
+    out = p;
+    return true;
   }
-  if (non_ascii && !simdjson::validate_utf8(text.data(), text.size())) return WriteStatus::invalid_utf8;
-  out.append(run, static_cast<std::size_t>(end - run));
-  out.push_back('"');
-  return WriteStatus::ok;
-}
-
-template <class Int>
-void append_integer(std::string& out, Int value) {
-  char buf[24];
-  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  out.append(buf, static_cast<std::size_t>(ptr - buf));
-}
-
-WriteStatus append_double(std::string& out, double value);
-
-WriteStatus append_value(std::string& out, const Value& value) {
-  switch (value.kind()) {
-    case Value::Kind::null: out.append("null"); return WriteStatus::ok;
-    case Value::Kind::boolean: out.append(value.as_bool() ? "true" : "false"); return WriteStatus::ok;
-    case Value::Kind::int64: append_integer(out, value.as_int64()); return WriteStatus::ok;
-    case Value::Kind::uint64: append_integer(out, value.as_uint64()); return WriteStatus::ok;
-    case Value::Kind::number_text: out.append(*value.if_number_text()); return WriteStatus::ok;
-    case Value::Kind::floating: return append_double(out, value.as_double());
-    case Value::Kind::string: return append_string(out, *value.if_string());
-    case Value::Kind::array: {
-      out.push_back('[');
-      bool first = true;
-      for (const Value& item : *value.if_array()) {
-        if (!first) out.push_back(',');
-        first = false;
-        if (auto st = append_value(out, item); st != WriteStatus::ok) return st;
-      }
-      out.push_back(']');
-      return WriteStatus::ok;
-    }
-    case Value::Kind::object: {
-      out.push_back('{');
-      bool first = true;
-      for (const auto& [key, item] : *value.if_object()) {
-        if (!first) out.push_back(',');
-        first = false;
-        if (auto st = append_string(out, key); st != WriteStatus::ok) return st;
-        out.push_back(':');
-        if (auto st = append_value(out, item); st != WriteStatus::ok) return st;
-      }
-      out.push_back('}');
-      return WriteStatus::ok;
-    }
-  }
-  return WriteStatus::ok;
-}
-
-Result<void> to_result(WriteStatus status) {
-  switch (status) {
-    case WriteStatus::ok: return {};
-    case WriteStatus::invalid_utf8: return unexpected(Errc::invalid_utf8, "string is not valid UTF-8");
-    case WriteStatus::not_finite:
-      return unexpected(Errc::invalid_argument, "NaN and infinities cannot be written as JSON");
-  }
-  return {};
+  return false;
 }
 
 // Shortest round-trip digits from std::to_chars, laid out as Python's repr():
 // fixed notation when 1e-4 <= |x| < 1e16 (integral values keep ".0"),
 // otherwise d[.ddd]e±XX with at least two exponent digits.
-WriteStatus append_double(std::string& out, double value) {
-  if (!std::isfinite(value)) return WriteStatus::not_finite;
+void write_general_double(char*& out, double value) noexcept {
   char sci[32];
   auto [end, ec] = std::to_chars(sci, sci + sizeof sci, value, std::chars_format::scientific);
   // sci is "[-]d[.ddd]e[+-]XX": split it into sign, digits and exponent.
   const char* p = sci;
+  char* o = out;
   if (*p == '-') {
-    out.push_back('-');
+    *o++ = '-';
     ++p;
   }
   char digits[20];
@@ -178,50 +202,271 @@ WriteStatus append_double(std::string& out, double value) {
     if (exponent >= 0) {
       const auto int_len = static_cast<std::size_t>(exponent) + 1;
       if (n <= int_len) {
-        out.append(digits, n);
-        out.append(int_len - n, '0');
-        out.append(".0");
+        std::memcpy(o, digits, n);
+        o += n;
+        std::memset(o, '0', int_len - n);
+        o += int_len - n;
+        *o++ = '.';
+        *o++ = '0';
       } else {
-        out.append(digits, int_len);
-        out.push_back('.');
-        out.append(digits + int_len, n - int_len);
+        std::memcpy(o, digits, int_len);
+        o += int_len;
+        *o++ = '.';
+        std::memcpy(o, digits + int_len, n - int_len);
+        o += n - int_len;
       }
     } else {
-      out.append("0.");
-      out.append(static_cast<std::size_t>(-exponent - 1), '0');
-      out.append(digits, n);
+      *o++ = '0';
+      *o++ = '.';
+      const auto zeros = static_cast<std::size_t>(-exponent - 1);
+      std::memset(o, '0', zeros);
+      o += zeros;
+      std::memcpy(o, digits, n);
+      o += n;
     }
-    return WriteStatus::ok;
+    out = o;
+    return;
   }
-  out.push_back(digits[0]);
+  *o++ = digits[0];
   if (n > 1) {
-    out.push_back('.');
-    out.append(digits + 1, n - 1);
+    *o++ = '.';
+    std::memcpy(o, digits + 1, n - 1);
+    o += n - 1;
   }
-  out.push_back('e');
-  out.push_back(exponent < 0 ? '-' : '+');
+  *o++ = 'e';
+  *o++ = exponent < 0 ? '-' : '+';
   const int magnitude = exponent < 0 ? -exponent : exponent;
-  if (magnitude < 10) out.push_back('0');
-  append_integer(out, magnitude);
+  if (magnitude < 10) *o++ = '0';
+  o = std::to_chars(o, o + 4, magnitude).ptr;
+  out = o;
+}
+
+// The longest double: sign, 17 digits, point, up to 20 zeros of layout.
+constexpr std::size_t kLongestDouble = 48;
+constexpr std::size_t kLongestInteger = 24;
+
+}  // namespace
+
+void JsonOut::grow(std::size_t n) {
+  // Doubling keeps the number of zero-filling resizes logarithmic.
+  const std::size_t used = size();
+  buffer_.resize(std::max({buffer_.size() * 2, used + n, std::size_t{256}}));
+  cur_ = buffer_.data() + used;
+  limit_ = buffer_.data() + buffer_.size();
+}
+
+void JsonOut::integer(std::int64_t value) {
+  char* p = room(kLongestInteger);
+  cur_ = std::to_chars(p, p + kLongestInteger, value).ptr;
+}
+
+void JsonOut::integer(std::uint64_t value) {
+  char* p = room(kLongestInteger);
+  cur_ = std::to_chars(p, p + kLongestInteger, value).ptr;
+}
+
+WriteStatus JsonOut::number(double value) {
+  if (!std::isfinite(value)) return WriteStatus::not_finite;
+  char* p = room(kLongestDouble);
+  if (!write_short_decimal(p, value)) write_general_double(p, value);
+  cur_ = p;
   return WriteStatus::ok;
+}
+
+WriteStatus JsonOut::quoted(std::string_view text, char lead, char trail) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const char* src = text.data();
+  const char* const end = src + text.size();
+  char* dst = room(text.size() + kStringSlack + 2);
+  if (lead != 0) *dst++ = lead;
+  *dst++ = '"';
+  while (src != end) {
+    // Copy a whole block (or word), then keep as much of it as needs no
+    // attention.
+    const auto left = static_cast<std::size_t>(end - src);
+    std::size_t plain = 0;
+    if (left >= kBlock) {
+      std::memcpy(dst, src, kBlock);
+      const std::uint32_t mask = attention_mask(src);
+      if (mask == 0) {
+        src += kBlock;
+        dst += kBlock;
+        continue;
+      }
+      plain = static_cast<std::size_t>(std::countr_zero(mask));
+    } else if (left >= sizeof(std::uint64_t) && std::endian::native == std::endian::little) {
+      // The whole tail as two words that may overlap: most keys and short
+      // values end here in one step.
+      std::uint64_t head;
+      std::uint64_t tail;
+      std::memcpy(&head, src, sizeof head);
+      std::memcpy(&tail, end - sizeof tail, sizeof tail);
+      if ((word_attention(head) | word_attention(tail)) == 0) {
+        std::memcpy(dst, &head, sizeof head);
+        std::memcpy(dst + left - sizeof tail, &tail, sizeof tail);
+        dst += left;
+        break;
+      }
+      std::uint64_t word;
+      std::memcpy(&word, src, sizeof word);
+      std::memcpy(dst, &word, sizeof word);
+      const std::uint64_t flags = word_attention(word);
+      if (flags == 0) {
+        src += sizeof word;
+        dst += sizeof word;
+        continue;
+      }
+      plain = static_cast<std::size_t>(std::countr_zero(flags)) / 8;
+    } else if (left >= sizeof(std::uint32_t) && std::endian::native == std::endian::little) {
+      std::uint32_t head;
+      std::uint32_t tail;
+      std::memcpy(&head, src, sizeof head);
+      std::memcpy(&tail, end - sizeof tail, sizeof tail);
+      if (word_attention((std::uint64_t{tail} << 32U) | head) == 0) {
+        std::memcpy(dst, &head, sizeof head);
+        std::memcpy(dst + left - sizeof tail, &tail, sizeof tail);
+        dst += left;
+        break;
+      }
+      std::uint32_t word;
+      std::memcpy(&word, src, sizeof word);
+      std::memcpy(dst, &word, sizeof word);
+      // The same test on 4 bytes: the word widened with plain spaces.
+      const std::uint64_t flags = word_attention(word | 0x2020202000000000ULL);
+      if (flags == 0) {
+        src += sizeof word;
+        dst += sizeof word;
+        continue;
+      }
+      plain = static_cast<std::size_t>(std::countr_zero(flags)) / 8;
+    } else {
+      // The last few bytes one at a time: a block through a buffer on the
+      // stack would cost a stalled store-to-load forward.
+      while (src != end && !kAttention[static_cast<unsigned char>(*src)]) *dst++ = *src++;
+      if (src == end) break;
+    }
+    src += plain;
+    dst += plain;
+    const auto c = static_cast<unsigned char>(*src);
+    if (c >= 0x80U) {
+      // Non-ASCII: kept byte for byte once its sequence is well-formed.
+      const std::size_t length =
+          utf8_sequence(reinterpret_cast<const unsigned char*>(src), static_cast<std::size_t>(end - src));
+      if (length == 0) return WriteStatus::invalid_utf8;
+      std::memcpy(dst, src, length);
+      src += length;
+      dst += length;
+      continue;
+    }
+    // An escape writes more than it reads: make room for the rest as well.
+    const auto remaining = static_cast<std::size_t>(end - src);
+    cur_ = dst;
+    dst = room(remaining + kLongestEscape + kStringSlack + 1);
+    const char e = kEscape[c];
+    if (e == 'u') {
+      const char escape[6] = {'\\', 'u', '0', '0', kHex[c >> 4U], kHex[c & 0x0FU]};
+      std::memcpy(dst, escape, sizeof escape);
+      dst += sizeof escape;
+    } else {
+      dst[0] = '\\';
+      dst[1] = e;
+      dst += 2;
+    }
+    ++src;
+  }
+  *dst++ = '"';
+  if (trail != 0) *dst++ = trail;
+  cur_ = dst;
+  return WriteStatus::ok;
+}
+
+WriteStatus JsonOut::value(const Value& value) {
+  return std::visit(
+      [this](const auto& v) -> WriteStatus {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::nullptr_t>) {
+          literal("null");
+        } else if constexpr (std::is_same_v<T, bool>) {
+          literal(v ? std::string_view("true") : std::string_view("false"));
+        } else if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint64_t>) {
+          integer(v);
+        } else if constexpr (std::is_same_v<T, NumberText>) {
+          literal(v.text);
+        } else if constexpr (std::is_same_v<T, double>) {
+          return number(v);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return quoted(v, 0, 0);
+        } else if constexpr (std::is_same_v<T, Array>) {
+          put('[');
+          bool first = true;
+          for (const Value& item : v) {
+            if (!first) put(',');
+            first = false;
+            if (auto st = this->value(item); st != WriteStatus::ok) return st;
+          }
+          put(']');
+        } else {
+          static_assert(std::is_same_v<T, Object>);
+          put('{');
+          char lead = 0;  // the first member has no ',' before it
+          for (const auto& [key, item] : v) {
+            if (auto st = quoted(key, lead, ':'); st != WriteStatus::ok) return st;
+            lead = ',';
+            if (auto st = this->value(item); st != WriteStatus::ok) return st;
+          }
+          put('}');
+        }
+        return WriteStatus::ok;
+      },
+      value.v_);
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::JsonOut;
+using detail::WriteStatus;
+
+Result<void> to_result(WriteStatus status) {
+  switch (status) {
+    case WriteStatus::ok: return {};
+    case WriteStatus::invalid_utf8: return unexpected(Errc::invalid_utf8, "string is not valid UTF-8");
+    case WriteStatus::not_finite:
+      return unexpected(Errc::invalid_argument, "NaN and infinities cannot be written as JSON");
+  }
+  return {};
+}
+
+// Runs one write on out: on success out ends after the new bytes, on failure
+// out is as it was.
+template <class Write>
+Result<void> write_into(std::string& out, Write write) {
+  const std::size_t before = out.size();
+  JsonOut json(out, before);
+  const WriteStatus status = write(json);
+  if (status != WriteStatus::ok) json.truncate(before);
+  json.finish();
+  return to_result(status);
 }
 
 }  // namespace
 
 Result<void> write_json_string(std::string& out, std::string_view text) {
-  const std::size_t before = out.size();
-  const WriteStatus status = append_string(out, text);
-  if (status != WriteStatus::ok) out.resize(before);
-  return to_result(status);
+  return write_into(out, [&](JsonOut& json) { return json.string(text); });
 }
 
-Result<void> write_json_double(std::string& out, double value) { return to_result(append_double(out, value)); }
+Result<void> write_json_double(std::string& out, double value) {
+  return write_into(out, [&](JsonOut& json) { return json.number(value); });
+}
 
-Result<void> write_json(std::string& out, const Value& value) { return to_result(append_value(out, value)); }
+Result<void> write_json(std::string& out, const Value& value) {
+  return write_into(out, [&](JsonOut& json) { return json.value(value); });
+}
 
 Result<std::string> to_json(const Value& value) {
   std::string out;
-  if (auto st = append_value(out, value); st != WriteStatus::ok) return unexpected(to_result(st).error());
+  if (auto written = write_json(out, value); !written) return unexpected(written.error());
   return out;
 }
 

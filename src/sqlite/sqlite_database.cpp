@@ -96,7 +96,15 @@ Result<Database> Database::open(const std::string& path, std::chrono::millisecon
   sqlite3_extended_result_codes(db.get(), 1);
   const auto busy_ms = busy_timeout.count() > INT32_MAX ? INT32_MAX : static_cast<int>(busy_timeout.count());
   sqlite3_busy_timeout(db.get(), busy_ms);
-  return Database(std::move(db), path);
+  Database database(std::move(db), path);
+  for (auto [target, sql] :
+       {std::pair{&database.transaction_.begin, "BEGIN IMMEDIATE"}, std::pair{&database.transaction_.commit, "COMMIT"},
+        std::pair{&database.transaction_.rollback, "ROLLBACK"}}) {
+    auto statement = database.prepare(sql);
+    if (!statement) return unexpected(statement.error());
+    *target = std::move(*statement);
+  }
+  return database;
 }
 
 Result<Statement> Database::prepare(std::string_view sql) {

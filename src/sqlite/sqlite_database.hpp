@@ -119,7 +119,10 @@ class Database {
   sqlite3* get() const noexcept { return db_.get(); }
   const std::string& path() const noexcept { return path_; }
   bool is_open() const noexcept { return db_ != nullptr; }
-  void close() noexcept { db_.reset(); }
+  void close() noexcept {
+    transaction_ = {};  // finalized before the connection they belong to
+    db_.reset();
+  }
 
   Result<Statement> prepare(std::string_view sql);
   // Runs SQL without results (or ignoring them).
@@ -137,10 +140,26 @@ class Database {
   auto write_transaction(std::string_view doing, Body&& body) -> decltype(body());
 
  private:
-  Database(ConnectionHandle db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
-  void rollback() noexcept { sqlite3_exec(get(), "ROLLBACK", nullptr, nullptr, nullptr); }
+  // BEGIN IMMEDIATE, COMMIT and ROLLBACK, prepared once: every operation of
+  // the transport is a transaction, and parsing them anew each time is a
+  // visible share of a small one.
+  struct TransactionStatements {
+    Statement begin;
+    Statement commit;
+    Statement rollback;
+  };
 
-  ConnectionHandle db_;
+  Database(ConnectionHandle db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
+  // SQLITE_OK, or the statement's error code.
+  static int run(Statement& statement) noexcept {
+    const Statement::Use use(statement);
+    const int rc = statement.step();
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+  }
+  void rollback() noexcept { run(transaction_.rollback); }
+
+  ConnectionHandle db_;  // declared before the statements: they are finalized first
+  TransactionStatements transaction_;
   std::string path_;
 };
 
@@ -155,7 +174,7 @@ auto Database::write_transaction(std::string_view doing, Body&& body) -> decltyp
   std::chrono::milliseconds pause{10};
   for (int attempt = 1;; ++attempt) {
     const bool last = attempt == kAttempts;
-    const int begin = sqlite3_exec(get(), "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+    const int begin = run(transaction_.begin);
     if (begin != SQLITE_OK) {
       if (is_busy(begin) && !last) {
         std::this_thread::sleep_for(pause);
@@ -174,7 +193,7 @@ auto Database::write_transaction(std::string_view doing, Body&& body) -> decltyp
       }
       return result;
     }
-    const int commit = sqlite3_exec(get(), "COMMIT", nullptr, nullptr, nullptr);
+    const int commit = run(transaction_.commit);
     if (commit != SQLITE_OK) {
       ErrorInfo failure = error(commit, doing);
       rollback();

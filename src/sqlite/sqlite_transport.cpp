@@ -160,6 +160,10 @@ class sqlite::Transport::State {
   // when no row matched.
   template <class BindExtra>
   Result<void> settle(Statement& statement, const Delivery& delivery, std::string_view doing, BindExtra bind_extra);
+  // Deletes every delivery's row in one transaction, appending to failures
+  // each one whose lease was lost; false with the error when the
+  // transaction itself failed (then nothing was settled).
+  Result<void> remove_all(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures);
 };
 
 Result<void> sqlite::Transport::State::connect() {
@@ -258,6 +262,9 @@ Result<std::vector<Delivery>> sqlite::Transport::State::claim(std::string_view q
     const std::int64_t reserved_until = now + to_ms(options.visibility_timeout);
     // The same lease on this process's steady clock, for the runtime.
     const auto lease_deadline = std::chrono::steady_clock::now() + options.visibility_timeout;
+    // One lease for the whole claim: a token is the row id and the lease, so
+    // the pair stays unique, and a redelivery is a new claim with a new lease.
+    const std::string lease = uuid_v4();
     std::vector<Delivery> deliveries;
     // Read the rows first, update them after: updating available_at moves a
     // row inside the index the SELECT is walking.
@@ -278,7 +285,7 @@ Result<std::vector<Delivery>> sqlite::Transport::State::claim(std::string_view q
         if (!select.column_is_null(2)) delivery.headers = decode_headers(select.column_bytes(2));
         // deliveries counts the earlier receives: this one is number deliveries + 1.
         delivery.native_attempts = select.column_int64(3);
-        delivery.token.text = uuid_v4();
+        delivery.token.text = lease;
         delivery.lease_deadline = lease_deadline;
         deliveries.push_back(std::move(delivery));
       }
@@ -288,7 +295,7 @@ Result<std::vector<Delivery>> sqlite::Transport::State::claim(std::string_view q
       const Statement::Use use(claim);
       claim.bind(1, static_cast<std::int64_t>(delivery.token.id));
       claim.bind(2, reserved_until);
-      claim.bind_text(3, delivery.token.text);
+      claim.bind_text(3, lease);
       const int rc = claim.step();
       if (rc != SQLITE_DONE) return unexpected(db.error(rc, "receive"));
     }
@@ -311,6 +318,33 @@ Result<void> sqlite::Transport::State::settle(Statement& statement, const Delive
     const int rc = statement.step();
     if (rc != SQLITE_DONE) return unexpected(db.error(rc, doing));
     if (sqlite3_changes(db.get()) == 0) return lease_lost(delivery, options.path);
+    return {};
+  });
+}
+
+Result<void> sqlite::Transport::State::remove_all(std::span<const Delivery> deliveries,
+                                                  std::vector<AckFailure>& failures) {
+  const std::size_t before = failures.size();
+  const std::lock_guard lock(db_mutex);
+  if (!db.is_open()) return closed_error();
+  return db.write_transaction("ack", [&]() -> Result<void> {
+    // A retried transaction starts again from an empty list of failures.
+    failures.erase(failures.begin() + static_cast<std::ptrdiff_t>(before), failures.end());
+    Statement& remove = statements.remove;
+    for (std::size_t i = 0; i < deliveries.size(); ++i) {
+      const Delivery& delivery = deliveries[i];
+      const auto row_id = row_id_of(delivery);
+      if (!row_id) {
+        failures.push_back(AckFailure{i, lease_lost(delivery, options.path).error});
+        continue;
+      }
+      const Statement::Use use(remove);
+      remove.bind(1, *row_id);
+      remove.bind_text(2, delivery.token.text);
+      const int rc = remove.step();
+      if (rc != SQLITE_DONE) return unexpected(db.error(rc, "ack"));
+      if (sqlite3_changes(db.get()) == 0) failures.push_back(AckFailure{i, lease_lost(delivery, options.path).error});
+    }
     return {};
   });
 }
@@ -361,6 +395,7 @@ Capabilities sqlite::Transport::capabilities() const {
   caps.lease = state_->options.visibility_timeout;
   caps.extendable_lease = true;
   caps.batch_publish = true;
+  caps.batch_ack = true;
   caps.ordered = true;
   caps.peek = true;
   return caps;
@@ -448,6 +483,22 @@ Result<std::vector<Delivery>> sqlite::Transport::receive(std::string_view queue,
 Result<void> sqlite::Transport::ack(const Delivery& delivery) {
   if (state_->closed) return closed_error();
   return state_->settle(state_->statements.remove, delivery, "ack", [](Statement&) {});
+}
+
+Result<void> sqlite::Transport::ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures) {
+  if (deliveries.empty()) return {};
+  const std::size_t before = failures.size();
+  auto removed = state_->closed ? Result<void>(closed_error()) : state_->remove_all(deliveries, failures);
+  if (!removed) {
+    // The transaction was rolled back: none of them is settled.
+    failures.erase(failures.begin() + static_cast<std::ptrdiff_t>(before), failures.end());
+    for (std::size_t i = 0; i < deliveries.size(); ++i) failures.push_back(AckFailure{i, removed.error()});
+  }
+  if (failures.size() == before) return {};
+  const ErrorInfo& first = failures[before].error;
+  return unexpected(first.code(), std::to_string(failures.size() - before) + " of " +
+                                      std::to_string(deliveries.size()) +
+                                      " deliveries were not settled; the first: " + first.message());
 }
 
 Result<void> sqlite::Transport::release(const Delivery& delivery, milliseconds delay) {

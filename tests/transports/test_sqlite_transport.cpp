@@ -220,6 +220,31 @@ TEST(SqliteTransport, ALostLeaseSettlesNothing) {
   EXPECT_EQ(query(path, "SELECT COUNT(*) FROM bq_messages"), "0");
 }
 
+TEST(SqliteTransport, AnAckBatchSettlesTheHeldAndReportsTheRest) {
+  const std::string path = fresh_file();
+  auto transport = open_file(path);
+  for (const char* body : {"1", "2", "3", "4"}) ASSERT_TRUE(transport->publish("q", body));
+  std::vector<bq::Delivery> batch = transport->receive("q", 4, 1s).value();
+  ASSERT_EQ(batch.size(), 4U);
+  ASSERT_TRUE(transport->ack(batch[1]));  // settled before the batch: no longer held
+  batch[3].token.text = "not-the-lease";  // a token this transport never gave out
+  std::vector<bq::AckFailure> failures;
+  auto settled = transport->ack_batch(batch, failures);
+  ASSERT_FALSE(settled);
+  EXPECT_EQ(settled.error().code(), bq::Errc::not_found) << settled.error().message();
+  ASSERT_EQ(failures.size(), 2U);
+  EXPECT_EQ(failures[0].index, 1U);
+  EXPECT_EQ(failures[1].index, 3U);
+  EXPECT_EQ(failures[1].error.code(), bq::Errc::not_found);
+  // The held ones are gone, the forged one is still reserved.
+  EXPECT_EQ(query(path, "SELECT group_concat(CAST(body AS TEXT)) FROM bq_messages"), "4");
+  EXPECT_TRUE(transport->ack_batch(std::span<const bq::Delivery>()));
+  transport->close();
+  failures.clear();
+  EXPECT_EQ(transport->ack_batch(batch, failures).error().code(), bq::Errc::closed);
+  EXPECT_EQ(failures.size(), batch.size());
+}
+
 TEST(SqliteTransport, AForgedTokenSettlesNothing) {
   auto transport = open_file(fresh_file());
   ASSERT_TRUE(transport->publish("q", "m"));
@@ -358,6 +383,7 @@ TEST(SqliteTransport, CapabilitiesAreHonest) {
   auto transport = open_file(fresh_file());
   const bq::Capabilities caps = transport->capabilities();
   EXPECT_TRUE(caps.headers && caps.native_delay && caps.native_release && caps.delivery_count &&
-              caps.redelivers_unsettled && caps.extendable_lease && caps.batch_publish && caps.ordered);
+              caps.redelivers_unsettled && caps.extendable_lease && caps.batch_publish && caps.batch_ack &&
+              caps.ordered);
   EXPECT_EQ(transport->dead_letter_queue("orders"), "orders.dlq");
 }

@@ -5,7 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <optional>
+#include <random>
+#include <string_view>
+#include <vector>
 
 namespace bq = babelqueue;
 
@@ -44,6 +49,100 @@ TEST(JsonWriter, RejectsInvalidUtf8) {
   EXPECT_EQ(r.error().code(), bq::Errc::invalid_utf8);
   EXPECT_FALSE(bq::to_json(bq::Value::object({{std::string("k\xc3"), 1}})));  // keys too
   EXPECT_FALSE(bq::to_json(bq::Value(std::string("\xed\xa0\x80"))));          // encoded surrogate
+}
+
+// The escaped token written one byte at a time, or nullopt when text is not
+// UTF-8 (decoded to code points and checked against their ranges): a
+// reference the block-wise writer must agree with on every input.
+std::optional<std::string> reference_string(std::string_view text) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80U) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          if (c < 0x20U) {
+            out += "\\u00";
+            out += kHex[c >> 4U];
+            out += kHex[c & 0xFU];
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    std::size_t length = 0;
+    std::uint32_t cp = 0;
+    if ((c & 0xE0U) == 0xC0U) {
+      length = 2;
+      cp = c & 0x1FU;
+    } else if ((c & 0xF0U) == 0xE0U) {
+      length = 3;
+      cp = c & 0x0FU;
+    } else if ((c & 0xF8U) == 0xF0U) {
+      length = 4;
+      cp = c & 0x07U;
+    } else {
+      return std::nullopt;
+    }
+    if (i + length > text.size()) return std::nullopt;
+    for (std::size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xC0U) != 0x80U) return std::nullopt;
+      cp = (cp << 6U) | (next & 0x3FU);
+    }
+    constexpr std::uint32_t kShortest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kShortest[length] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return std::nullopt;
+    out.append(text.substr(i, length));
+    i += length;
+  }
+  return out + "\"";
+}
+
+TEST(JsonWriter, StringsAgreeWithAByteAtATimeReference) {
+  // Pieces that land at every offset of a block: plain runs, escapes, code
+  // points at the edges of each UTF-8 length, and malformed sequences.
+  const std::vector<std::string> pieces = {
+      "a", "plain text", "0123456789abcdef", "\"", "\\", "\n", std::string(1, '\0'), "\x1f", "\x7f", "\xc2\x80",
+      "\xdf\xbf", "\xe0\xa0\x80", "\xed\x9f\xbf", "\xee\x80\x80", "\xef\xbf\xbf", "\xf0\x90\x80\x80",
+      "\xf4\x8f\xbf\xbf", "\xc3\xa9", "\xe6\x9d\xb1",
+      // malformed: lone continuation, overlong, surrogate, above U+10FFFF, truncated, bytes never in UTF-8
+      "\x80", "\xc0\x80", "\xc1\xbf", "\xe0\x9f\xbf", "\xed\xa0\x80", "\xf0\x8f\xbf\xbf", "\xf4\x90\x80\x80", "\xc3",
+      "\xe6\x9d", "\xf0\x90\x80", "\xf5\x80\x80\x80", "\xff"};
+  std::mt19937 rng(20261204);
+  std::size_t valid = 0;
+  std::size_t invalid = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    const int count = static_cast<int>(rng() % 12);
+    for (int i = 0; i < count; ++i) text += pieces[rng() % pieces.size()];
+    const std::optional<std::string> expected = reference_string(text);
+    std::string out = "prefix:";
+    auto written = bq::write_json_string(out, text);
+    if (expected) {
+      ++valid;
+      ASSERT_TRUE(written) << testing::PrintToString(text);
+      EXPECT_EQ(out, "prefix:" + *expected) << testing::PrintToString(text);
+      // The same bytes inside a Value, as an object key and as a string.
+      EXPECT_EQ(json(bq::Value::object({{text, text}})), "{" + *expected + ":" + *expected + "}");
+    } else {
+      ++invalid;
+      ASSERT_FALSE(written) << testing::PrintToString(text);
+      EXPECT_EQ(written.error().code(), bq::Errc::invalid_utf8);
+      EXPECT_EQ(out, "prefix:");  // nothing of the failed string is left
+    }
+  }
+  EXPECT_GT(valid, 1000U);  // both verdicts were exercised
+  EXPECT_GT(invalid, 1000U);
 }
 
 TEST(JsonWriter, IntegersAreExact) {

@@ -12,8 +12,8 @@
 // ignored (url_options.hpp).
 //
 // Guarantees (docs/transports/sqlite.md explains how):
-//   - Every state change (publish, claim, ack, release, extend) is one
-//     committed transaction, so killing any process at any moment loses
+//   - Every state change (publish, claim, ack or a batch of acks, release,
+//     extend) is one committed transaction, so killing any process at any moment loses
 //     nothing: a message is either in the file or was never acknowledged as
 //     published; a reservation held by a dead process simply expires after
 //     the visibility timeout and the message is received again.
@@ -101,6 +101,10 @@ class Transport final : public babelqueue::Transport {
   Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
                                         std::chrono::milliseconds wait) override;
   Result<void> ack(const Delivery& delivery) override;
+  using babelqueue::Transport::ack_batch;
+  /// One transaction for the whole batch; a delivery whose lease was lost is
+  /// reported (Errc::not_found) without holding back the others.
+  Result<void> ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures) override;
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override;
   Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override;
   /// ready: receivable now (expired reservations included); reserved: held
