@@ -4,6 +4,8 @@
 // Thread-safety: a plain value.
 #pragma once
 
+#include "claims.hpp"
+
 #include <babelqueue/backoff.hpp>
 #include <babelqueue/log_sink.hpp>
 #include <babelqueue/tls_options.hpp>
@@ -41,6 +43,9 @@ struct ConnectionOptions {
   // rcv-settle-mode second: the broker confirms each settlement (Service
   // Bus needs it for PeekLock); first (false) settles at once.
   bool receiver_settles_second = false;
+  // Claims-based security: a token on $cbs for each address before its
+  // links open (Service Bus); empty: none.
+  Claims claims;
   LogSink log;
 };
 
