@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "client.hpp"
 #include "lock_renewal.hpp"
+#include "management_peek.hpp"
 #include "servicebus_connection.hpp"
 #include "servicebus_projection.hpp"
 
@@ -9,7 +10,9 @@
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url_options.hpp>
 
-#include <map>
+#include <algorithm>
+#include <memory>
+#include <optional>
 #include <utility>
 
 namespace babelqueue::servicebus {
@@ -17,6 +20,12 @@ namespace babelqueue::servicebus {
 namespace {
 
 constexpr std::string_view kDeadLetterCondition = "com.microsoft:dead-letter";
+
+// publish_batch() hands the client this many messages at a time.
+constexpr std::size_t kChunkMessages = 64;
+
+// peek() asks the service for at most this many messages at a time.
+constexpr std::size_t kPeekPage = 100;
 
 Result<void> check_queue(std::string_view queue) {
   if (queue.empty()) return unexpected(Errc::invalid_argument, "the queue name is empty");
@@ -51,8 +60,12 @@ class Transport::State {
     return {};
   }
 
-  Result<void> send(std::string_view queue, std::vector<proton::message> messages) {
-    return client->send(queue, std::move(messages), options.operation_timeout);
+  // Encodes body as the binding says and sends it.
+  Result<void> send_one(std::string_view queue, std::string_view body, const PublishOptions& publish) {
+    MessageEncoder encoder;
+    amqp10::EncodedMessages encoded;
+    if (auto appended = encoder.append(body, publish, encoded); !appended) return appended;
+    return client->send(queue, std::move(encoded), options.operation_timeout);
   }
 
   Options options;
@@ -146,42 +159,87 @@ Capabilities Transport::capabilities() const {
   caps.batch_ack = true;                  // every Complete goes out at once, one wait for the lot
   caps.broker_dead_letter_policy = true;  // MaxDeliveryCount -> $DeadLetterQueue
   caps.native_dead_letter = true;         // DeadLetter into $DeadLetterQueue
+  caps.peek = true;                       // com.microsoft:peek-message on $management
   return caps;
 }
 
 Result<void> Transport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {
   if (auto ok = check_queue(queue); !ok) return ok;
   if (options.delay.count() < 0) return unexpected(Errc::invalid_argument, "servicebus: a negative delay");
-  std::vector<proton::message> messages;
-  messages.push_back(make_message(body, options));
-  if (auto sent = state_->send(queue, std::move(messages)); !sent) {
+  if (auto sent = state_->send_one(queue, body, options); !sent) {
     return failed(sent.error(), "publish to '" + std::string(queue) + "'");
   }
   return {};
 }
 
 Result<void> Transport::publish_batch(std::span<const OutgoingMessage> messages) {
-  // One send per queue, in the order the queues first appear; each send
-  // keeps its messages' order.
-  std::vector<std::pair<std::string_view, std::vector<proton::message>>> groups;
-  std::map<std::string_view, std::size_t> index;
   for (const auto& m : messages) {
     if (auto ok = check_queue(m.queue); !ok) return ok;
     if (m.options.delay.count() < 0) return unexpected(Errc::invalid_argument, "servicebus: a negative delay");
-    auto [it, inserted] = index.emplace(m.queue, groups.size());
-    if (inserted) groups.emplace_back(m.queue, std::vector<proton::message>{});
-    groups[it->second].second.push_back(make_message(m.body, m.options));
   }
-  std::size_t done = 0;
-  for (auto& [queue, batch] : groups) {
-    const std::size_t n = batch.size();
-    if (auto sent = state_->send(queue, std::move(batch)); !sent) {
-      return failed(sent.error(), "batch publish to '" + std::string(queue) + "' (" + std::to_string(done) +
-                                      " messages of earlier queues published)");
+  // Streamed: the messages are encoded a chunk at a time and each chunk is
+  // handed to the client as soon as it is full, so the first transfers are
+  // on the wire while the rest are being encoded. Each queue has a chunk of
+  // its own: a queue's messages keep their order.
+  struct Chunk {
+    std::string_view queue;
+    amqp10::EncodedMessages messages;
+  };
+  struct Started {
+    std::string_view queue;
+    std::shared_ptr<amqp10::SendOp> op;
+    std::size_t count;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::vector<Chunk> open;
+  std::vector<Started> started;
+  std::optional<ErrorInfo> failure;
+  auto start = [&](Chunk& chunk) {
+    const std::size_t count = chunk.messages.size();
+    const auto deadline = std::chrono::steady_clock::now() + state_->options.operation_timeout;
+    auto op = state_->client->start_send(chunk.queue, std::move(chunk.messages));
+    chunk.messages = {};
+    if (!op) {
+      if (!failure) {
+        failure = ErrorInfo(op.error().code(),
+                            "batch publish to '" + std::string(chunk.queue) + "': " + op.error().message());
+      }
+      return;
     }
-    done += n;
+    started.push_back(Started{chunk.queue, std::move(*op), count, deadline});
+  };
+  MessageEncoder encoder;
+  for (const auto& m : messages) {
+    if (failure) break;
+    auto chunk = std::find_if(open.begin(), open.end(), [&](const Chunk& c) { return c.queue == m.queue; });
+    if (chunk == open.end()) chunk = open.insert(open.end(), Chunk{m.queue, {}});
+    if (auto appended = encoder.append(m.body, m.options, chunk->messages); !appended) {
+      failure = appended.error();
+      break;
+    }
+    if (chunk->messages.size() == kChunkMessages) start(*chunk);
   }
-  return {};
+  if (!failure) {
+    for (auto& chunk : open) {
+      if (!chunk.messages.empty()) start(chunk);
+    }
+  }
+  // Every chunk handed over is waited for, even after a failure: the count
+  // of published messages below is then exact.
+  std::size_t accepted = 0;
+  for (auto& s : started) {
+    if (auto done = state_->client->finish_send(*s.op, s.deadline); done) {
+      accepted += s.count;
+    } else if (!failure) {
+      failure =
+          ErrorInfo(done.error().code(), "batch publish to '" + std::string(s.queue) + "': " + done.error().message());
+    }
+  }
+  if (!failure) return {};
+  return unexpected(failure->code(), "servicebus: " + failure->message() + " (" + std::to_string(accepted) + " of " +
+                                         std::to_string(messages.size()) +
+                                         " messages of the batch were published, counting whole chunks of " +
+                                         std::to_string(kChunkMessages) + ")");
 }
 
 Result<std::vector<Delivery>> Transport::receive(std::string_view queue, std::size_t max,
@@ -234,9 +292,7 @@ Result<void> Transport::release(const Delivery& delivery, std::chrono::milliseco
   PublishOptions copy;
   copy.headers = delivery.headers;
   copy.delay = delay;
-  std::vector<proton::message> messages;
-  messages.push_back(make_message(delivery.body, copy));
-  if (auto sent = state_->send(delivery.queue, std::move(messages)); !sent) {
+  if (auto sent = state_->send_one(delivery.queue, delivery.body, copy); !sent) {
     // The copy may not exist: give the original back now instead.
     if (auto abandoned = state_->settle_one(delivery, amqp10::Outcome::failed(), "abandon"); !abandoned) {
       return abandoned;
@@ -265,6 +321,37 @@ Result<void> Transport::dead_letter_natively(const Delivery& delivery, std::stri
   outcome.description = std::string(description);
   outcome.info = {{"DeadLetterReason", std::string(reason)}, {"DeadLetterErrorDescription", std::string(description)}};
   return state_->settle_one(delivery, outcome, "dead-letter");
+}
+
+Result<std::vector<PeekedMessage>> Transport::peek(std::string_view queue, std::size_t max) {
+  if (auto ok = check_queue(queue); !ok) return unexpected(ok.error());
+  if (max == 0) return unexpected(Errc::invalid_argument, "servicebus: peek of 0 messages");
+  // The service's Peek shows scheduled and deferred messages too, which a
+  // receive would not hand out: they are skipped, and the peek goes on
+  // after them, a page at a time, in sequence order.
+  const std::string name(queue);
+  const auto deadline = std::chrono::steady_clock::now() + state_->options.operation_timeout;
+  std::vector<PeekedMessage> out;
+  std::int64_t from = 1;
+  while (out.size() < max) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return unexpected(Errc::timeout, "servicebus: peek at '" + name + "' did not end within " +
+                                           std::to_string(state_->options.operation_timeout.count()) + " ms");
+    }
+    const auto asked = static_cast<std::int32_t>(std::min(max - out.size(), kPeekPage));
+    auto page = peek_messages(*state_->client, name, from, asked, left);
+    if (!page) return failed(page.error(), "peek at '" + name + "'");
+    for (const PeekedCopy& copy : *page) {
+      from = std::max(from, copy.sequence_number + 1);
+      if (copy.waiting_elsewhere || out.size() == max) continue;
+      Delivery shown = to_delivery(queue, 0, copy.message, proton::binary());
+      out.push_back(PeekedMessage{std::move(shown.body), std::move(shown.headers), shown.native_attempts});
+    }
+    if (page->size() < static_cast<std::size_t>(asked)) break;  // the queue's end
+  }
+  return out;
 }
 
 void Transport::close(std::chrono::milliseconds deadline) {

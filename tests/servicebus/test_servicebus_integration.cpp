@@ -185,6 +185,38 @@ TEST_F(ServiceBusIntegration, DeadLetterNativelyMovesTheMessageWithItsReason) {
   ASSERT_TRUE(transport_->ack(dead[0]));
 }
 
+// Service Bus's Peek also shows scheduled messages and locked ones: peek()
+// skips the scheduled (a receive would not hand them out) and shows a
+// locked message, which stays in its place; DeliveryCount is untouched.
+TEST_F(ServiceBusIntegration, PeekSkipsScheduledMessagesAndShowsLockedOnes) {
+  const std::string queue = bq::testing::unique_queue("peek");
+  bq::PublishOptions later;
+  later.delay = 60s;
+  ASSERT_TRUE(transport_->publish(queue, "scheduled", later));
+  ASSERT_TRUE(transport_->publish(queue, "first"));
+  ASSERT_TRUE(transport_->publish(queue, "second"));
+  auto shown = transport_->peek(queue, 10);
+  ASSERT_TRUE(shown) << shown.error().message();
+  ASSERT_EQ(shown->size(), 2U);
+  EXPECT_EQ((*shown)[0].body, "first");
+  EXPECT_EQ((*shown)[1].body, "second");
+  EXPECT_EQ((*shown)[0].native_attempts, 0);
+  auto one = transport_->peek(queue, 1);
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->size(), 1U);
+  EXPECT_EQ((*one)[0].body, "first");
+
+  auto got = receive_n(*transport_, queue, 2);
+  ASSERT_EQ(got.size(), 2U);
+  auto locked = transport_->peek(queue, 10);
+  ASSERT_TRUE(locked);
+  EXPECT_EQ(locked->size(), 2U) << "a locked message stays in its place";
+  for (const auto& d : got) ASSERT_TRUE(transport_->ack(d));
+  auto after = transport_->peek(queue, 10);
+  ASSERT_TRUE(after);
+  EXPECT_TRUE(after->empty()) << "completed messages are gone, the scheduled one is not shown";
+}
+
 TEST_F(ServiceBusIntegration, TheGateReadsIntLongAndStringFromTheWire) {
   const std::string queue = bq::testing::unique_queue("gate");
   const std::string body = fixture("order-created.json");

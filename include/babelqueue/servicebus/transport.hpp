@@ -68,6 +68,9 @@
 //     poison and version-gated messages there when its own dead-lettering is
 //     off. dead_letter_queue(q) = q + ".dlq", the SDK's own dead-letter queue
 //     (Service Bus refuses sends into a $DeadLetterQueue).
+//   - peek(): com.microsoft:peek-message on <queue>/$management, copies in
+//     sequence order without a lock; scheduled and deferred messages are
+//     skipped, locked ones shown.
 //   - Auth: a SAS token (HMAC-SHA256 of the URL-encoded audience and the
 //     expiry, as Microsoft's clients sign it) put on $cbs for each entity's
 //     audience sb://NAMESPACE/QUEUE before its links open, and again before
@@ -182,6 +185,11 @@ class Transport final : public babelqueue::Transport {
   /// native_dead_letter_queue(its queue).
   Result<void> dead_letter_natively(const Delivery& delivery, std::string_view reason,
                                     std::string_view description) override;
+  /// com.microsoft:peek-message on the queue's $management node: copies in
+  /// sequence order, none locked, DeliveryCount unchanged. Scheduled and
+  /// deferred messages are skipped; a message locked by a receiver is
+  /// shown (the service keeps it in its place).
+  Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) override;
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
   /// The service's own dead-letter sub-queue of queue: queue + "/$DeadLetterQueue".
