@@ -17,20 +17,22 @@ export BABELQUEUE_URL="sqlite://$tmp/q.db"
 # A delay of the largest int64 milliseconds: delayed for ever.
 "$bq" publish later urn:a '{}' --delay 9223372036854775807 >/dev/null
 check "--delay at the top: accepted" 0 $?
-check "--delay at the top: delayed" '{"queue":"later","ready":0,"reserved":0,"delayed":1}' "$("$bq" stats later)"
+check "--delay at the top: delayed" '{"queue":"later","ready":0,"reserved":0,"delayed":1}' "$("$bq" stats later --json)"
 
 # A body at the top of the attempts range, failing: dead-lettered once.
 top='{"job":"urn:a","trace_id":"t","data":{},"meta":{"schema_version":1,"id":"m-top","queue":"top"},"attempts":9223372036854775807}'
 printf '%s' "$top" | "$bq" send top
 printf '#!/bin/sh\necho run >>"%s/runs.log"\nexit 3\n' "$tmp" >"$tmp/fail.sh"
 chmod +x "$tmp/fail.sh"
-"$bq" work top --max-messages 1 --dead-letter --idle-exit 1e300 --unreachable-exit 1e300 \
-  --shutdown-deadline 1e300 --kill-grace 1e300 --backoff-initial 1 --backoff-max 9223372036854775807 \
+# The CLI takes decimals without an exponent: 1e300 written out.
+huge="1$(printf '%0300d' 0)"
+"$bq" work top --max-messages 1 --dead-letter --idle-exit "$huge" --unreachable-exit "$huge" \
+  --shutdown-deadline "$huge" --kill-grace "$huge" --backoff-initial 1 --backoff-max 9223372036854775807 \
   --backoff-multiplier 1000 -- "$tmp/fail.sh" 2>"$tmp/work.err"
 check "work with every duration at its largest: exit 0" 0 $?
 check "the command ran once" "run" "$(cat "$tmp/runs.log")"
 contains "dead-lettered, not retried" "retried 0, dead-lettered 1" "$(cat "$tmp/work.err")"
-check "nothing left in the queue" '{"queue":"top","ready":0,"reserved":0,"delayed":0}' "$("$bq" stats top)"
+check "nothing left in the queue" '{"queue":"top","ready":0,"reserved":0,"delayed":0}' "$("$bq" stats top --json)"
 contains "the dead letter keeps the count" '"attempts":9223372036854775807' "$("$bq" drain top.dlq --wait 0.2)"
 
 finish
