@@ -150,6 +150,12 @@ struct Capabilities {
   /// peek() shows waiting messages without taking them (a browse); false
   /// where the broker can only show a message by delivering it.
   bool peek = false;
+  /// dead_letter_natively() moves a message into the broker's own
+  /// dead-letter queue at once (Service Bus DeadLetter into
+  /// QUEUE/$DeadLetterQueue): with the SDK's dead-lettering off, poison
+  /// and version-gated messages go there on their first delivery instead of
+  /// being released until the broker's policy moves them.
+  bool native_dead_letter = false;
 };
 
 /// A delivery that ack_batch() could not settle.
@@ -232,6 +238,14 @@ class Transport {
   /// the visibility timeout's deadline. Errc::unsupported where the transport
   /// has no leases.
   virtual Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease);
+
+  /// Settles a delivery by moving it into the broker's own dead-letter queue,
+  /// with why (reason, a short phrase such as "poison", and a description),
+  /// the body unchanged. Errc::not_found for a delivery no longer held;
+  /// Errc::unsupported where the broker has no such settlement (the default;
+  /// see Capabilities::native_dead_letter).
+  virtual Result<void> dead_letter_natively(const Delivery& delivery, std::string_view reason,
+                                            std::string_view description);
 
   /// The dead-letter queue's name for queue under this transport's naming:
   /// queue + ".dlq" by default (SQS: "-dlq", its names cannot hold a dot).

@@ -4,8 +4,9 @@
 // delivery-failed=false, and Artemis counts a delivery only with true), the
 // receiver's rcv-settle-mode second (receiver_options cannot set it), a
 // transfer of bytes encoded already (proton::sender::send() encodes a
-// proton::message), and reading a value's data without copying it into C++
-// containers.
+// proton::message), reading a value's data without copying it into C++
+// containers, and an outcome sent without settling (rcv-settle-mode second)
+// with an error's info map.
 //
 // The C handle sits behind proton::internal::object's protected pn_object()
 // (a proton::value's behind value_base's protected data_); a pointer to that
@@ -16,7 +17,10 @@
 // only; c_data() on a value the calling thread owns.
 #pragma once
 
+#include "outcome.hpp"
+
 #include <proton/codec.h>
+#include <proton/condition.h>
 #include <proton/delivery.h>
 #include <proton/disposition.h>
 #include <proton/link.h>
@@ -67,6 +71,42 @@ inline void settle_modified_failed(const proton::delivery& d, bool undeliverable
   pn_disposition_set_undeliverable(local, undeliverable_here);
   pn_delivery_update(c, PN_MODIFIED);
   pn_delivery_settle(c);
+}
+
+// Sets d's local outcome without settling it (rcv-settle-mode second: the
+// broker settles first, then the receiver). rejected carries the outcome's
+// condition, with its info as a map of symbol keys to strings.
+inline void update_unsettled(const proton::delivery& d, const Outcome& outcome) {
+  pn_delivery_t* c = c_delivery(d);
+  pn_disposition_t* local = pn_delivery_local(c);
+  switch (outcome.kind) {
+    case Outcome::Kind::accepted: pn_delivery_update(c, PN_ACCEPTED); return;
+    case Outcome::Kind::released: pn_delivery_update(c, PN_RELEASED); return;
+    case Outcome::Kind::failed:
+    case Outcome::Kind::failed_undeliverable:
+      pn_disposition_set_failed(local, true);
+      pn_disposition_set_undeliverable(local, outcome.kind == Outcome::Kind::failed_undeliverable);
+      pn_delivery_update(c, PN_MODIFIED);
+      return;
+    case Outcome::Kind::rejected: {
+      pn_condition_t* cond = pn_disposition_condition(local);
+      if (!outcome.condition.empty()) pn_condition_set_name(cond, outcome.condition.c_str());
+      if (!outcome.description.empty()) pn_condition_set_description(cond, outcome.description.c_str());
+      if (!outcome.info.empty()) {
+        pn_data_t* info = pn_condition_info(cond);
+        pn_data_clear(info);
+        pn_data_put_map(info);
+        pn_data_enter(info);
+        for (const auto& [key, value] : outcome.info) {
+          pn_data_put_symbol(info, pn_bytes(key.size(), key.data()));
+          pn_data_put_string(info, pn_bytes(value.size(), value.data()));
+        }
+        pn_data_exit(info);
+      }
+      pn_delivery_update(c, PN_REJECTED);
+      return;
+    }
+  }
 }
 
 // Asks for rcv-settle-mode second; call right after open_receiver, before

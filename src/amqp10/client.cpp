@@ -14,6 +14,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -22,6 +23,7 @@
 #include <proton/container.hpp>
 #include <proton/delivery.hpp>
 #include <proton/error_condition.hpp>
+#include <proton/message_id.hpp>
 #include <proton/messaging_handler.hpp>
 #include <proton/receiver.hpp>
 #include <proton/receiver_options.hpp>
@@ -30,10 +32,12 @@
 #include <proton/source_options.hpp>
 #include <proton/ssl.hpp>
 #include <proton/target_options.hpp>
+#include <proton/timestamp.hpp>
 #include <proton/tracker.hpp>
 #include <proton/transport.hpp>
 #include <proton/work_queue.hpp>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -128,6 +132,22 @@ struct BrowseOp {
   std::optional<ErrorInfo> error;          // Impl::mutex_
   bool done = false;                       // Impl::mutex_
   proton::receiver link;                   // the container's thread only
+};
+
+// A request() call in progress. Guarded by Impl::mutex_.
+struct RequestOp {
+  std::string node;
+  proton::message message;
+  std::optional<Result<proton::message>> reply;
+};
+
+// A settle_confirmed() call in progress. Guarded by Impl::mutex_.
+struct ConfirmOp {
+  std::vector<std::uint64_t> ids;
+  Outcome outcome;
+  std::vector<std::optional<ErrorInfo>> errors;
+  std::vector<bool> answered;
+  std::size_t remaining = 0;
 };
 
 class Client::Impl final : public proton::messaging_handler {
@@ -309,6 +329,59 @@ class Client::Impl final : public proton::messaging_handler {
                      "delivers it again)"};
   }
 
+  Result<proton::message> request(std::string_view node, proton::message message, std::chrono::milliseconds timeout) {
+    auto op = std::make_shared<RequestOp>();
+    op->node = std::string(node);
+    op->message = std::move(message);
+    std::unique_lock lock(mutex_);
+    if (auto e = refuse_if_closed()) return unexpected(std::move(*e));
+    if (state_ != State::open) {
+      return unexpected(ErrorInfo{
+          Errc::connection,
+          "no AMQP connection to " + endpoint() + " (reconnecting): no request to '" + op->node + "' can be sent"});
+    }
+    requests_.push_back(op);
+    post_locked([this] { drain_requests(); });
+    cv_.wait_for(lock, timeout, [&] { return op->reply.has_value() || state_ == State::closed; });
+    if (op->reply) return std::move(*op->reply);
+    op->reply = unexpected(Errc::timeout, "");  // a late reply finds it answered
+    if (state_ == State::closed) return unexpected(ErrorInfo{Errc::closed, "the AMQP client is closed"});
+    return unexpected(
+        ErrorInfo{Errc::timeout, "no reply from '" + op->node + "' within " + std::to_string(timeout.count()) + " ms"});
+  }
+
+  std::vector<std::optional<ErrorInfo>> settle_confirmed(std::span<const std::uint64_t> ids, const Outcome& outcome,
+                                                         std::chrono::milliseconds timeout) {
+    auto op = std::make_shared<ConfirmOp>();
+    op->ids.assign(ids.begin(), ids.end());
+    op->outcome = outcome;
+    op->errors.resize(ids.size());
+    op->answered.resize(ids.size(), false);
+    op->remaining = ids.size();
+    std::unique_lock lock(mutex_);
+    if (auto e = refuse_if_closed()) return std::vector<std::optional<ErrorInfo>>(ids.size(), *e);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (!claim_locked(ids[i])) answer_locked(*op, i, not_held_error());
+    }
+    if (op->remaining == 0) return op->errors;
+    confirms_.push_back(op);
+    post_drain_locked();
+    cv_.wait_for(lock, timeout, [&] { return op->remaining == 0 || state_ == State::closed; });
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (op->answered[i]) continue;
+      answer_locked(*op, i,
+                    state_ == State::closed
+                        ? ErrorInfo{Errc::closed,
+                                    "the AMQP client was closed before the broker confirmed the "
+                                    "settlement (outcome unknown)"}
+                        : ErrorInfo{Errc::timeout, "the broker did not confirm the settlement within " +
+                                                       std::to_string(timeout.count()) +
+                                                       " ms (outcome unknown: if it was not applied, the message "
+                                                       "comes back when its lock ends)"});
+    }
+    return op->errors;
+  }
+
   bool connected() const {
     std::lock_guard lock(mutex_);
     return state_ == State::open;
@@ -396,18 +469,23 @@ class Client::Impl final : public proton::messaging_handler {
   void on_sendable(proton::sender& s) override {
     auto it = sender_address_.find(s);
     if (it != sender_address_.end()) pump(it->second);
+    if (auto node = channel_senders_.find(s); node != channel_senders_.end()) service_channel(node->second);
   }
 
-  void on_sender_error(proton::sender& s) override { sender_failed(s, s.error()); }
-  void on_sender_close(proton::sender& s) override { sender_failed(s, s.error()); }
+  void on_sender_error(proton::sender& s) override {
+    if (!channel_link_failed(s, s.error())) sender_failed(s, s.error());
+  }
+  void on_sender_close(proton::sender& s) override {
+    if (!channel_link_failed(s, s.error())) sender_failed(s, s.error());
+  }
 
   void on_receiver_error(proton::receiver& r) override {
     if (browser_failed(r)) return;
-    receiver_failed(r, r.error());
+    if (!channel_link_failed(r, r.error())) receiver_failed(r, r.error());
   }
   void on_receiver_close(proton::receiver& r) override {
     if (browser_failed(r)) return;
-    receiver_failed(r, r.error());
+    if (!channel_link_failed(r, r.error())) receiver_failed(r, r.error());
   }
 
   // A browser's link is attached: ask for up to max messages, and for the
@@ -422,6 +500,20 @@ class Client::Impl final : public proton::messaging_handler {
   void on_receiver_drain_finish(proton::receiver& r) override {
     auto it = browsers_.find(r);
     if (it != browsers_.end()) end_browse(it->second, std::nullopt);
+  }
+
+  // The broker settled a delivery the client had given an outcome without
+  // settling it (settle_confirmed()).
+  void on_delivery_settle(proton::delivery& d) override {
+    auto it = awaiting_.find(d);
+    if (it == awaiting_.end()) return;
+    auto [op, index] = it->second;
+    awaiting_.erase(it);
+    std::optional<ErrorInfo> error = refusal_of(d, op->outcome);
+    d.settle();
+    std::lock_guard lock(mutex_);
+    if (!op->answered[index]) answer_locked(*op, index, std::move(error));
+    if (op->remaining == 0) cv_.notify_all();
   }
 
   void on_message(proton::delivery& d, proton::message& m) override {
@@ -439,6 +531,7 @@ class Client::Impl final : public proton::messaging_handler {
       if (full) end_browse(op, std::nullopt);
       return;
     }
+    if (on_reply(d, m)) return;
     auto it = receivers_.find(d.receiver());
     if (it == receivers_.end()) {
       d.release();
@@ -600,6 +693,12 @@ class Client::Impl final : public proton::messaging_handler {
       reconnect_at_.reset();
       connect_now();
     }
+    if (!audiences_.empty()) {
+      // In the connection's context, so that the put-tokens it sends are
+      // written at once (see post_locked()).
+      std::lock_guard lock(mutex_);
+      post_locked([this] { claims_tick(); });
+    }
     work_->schedule(kTick, proton::work([this] { tick(); }));
   }
 
@@ -651,6 +750,8 @@ class Client::Impl final : public proton::messaging_handler {
       }
       cv_.notify_all();
     }
+    drop_request_state(
+        ErrorInfo{Errc::connection, "the connection dropped before the broker answered: " + error.message()});
     receivers_.clear();
     // Browses in progress end with the connection (mutex_ not held here).
     const auto browsing = std::move(browsers_);
@@ -686,6 +787,7 @@ class Client::Impl final : public proton::messaging_handler {
       open = state_ == State::open && connection_;
       if (!sends_.empty()) sends.swap(sends_);
       applying_.swap(settlements_);  // both keep their capacity: no allocation per drain
+      confirming_.swap(confirms_);
       topups_.clear();
       if (open) {
         if (!opens_.empty()) opens.swap(opens_);
@@ -695,6 +797,7 @@ class Client::Impl final : public proton::messaging_handler {
       }
     }
     apply_settlements();
+    apply_confirms();
     for (auto& op : sends) senders_[op->address].pending.push_back(std::move(op));
     if (!open) return;
     for (auto& in : opens) open_receiver(in);
@@ -777,6 +880,14 @@ class Client::Impl final : public proton::messaging_handler {
 
   void open_receiver(const std::shared_ptr<Inbound>& in) {
     if (in->link && in->link.active()) return;
+    const bool authorised = claims_ready("r:" + in->address, in->address, [this, in](std::optional<ErrorInfo> error) {
+      if (error) {
+        receiver_failed_for(in, std::move(*error));
+      } else {
+        open_receiver(in);
+      }
+    });
+    if (!authorised) return;
     proton::source_options source;
     if (!options_.terminus_capabilities.empty()) source.capabilities(symbols(options_.terminus_capabilities));
     proton::receiver_options ro;
@@ -892,6 +1003,14 @@ class Client::Impl final : public proton::messaging_handler {
     auto& state = senders_[address];
     if (!state.link) {
       if (!connection_) return;
+      const bool authorised = claims_ready("s:" + address, address, [this, address](std::optional<ErrorInfo> error) {
+        if (error) {
+          fail_pending(senders_[address], *error);
+        } else {
+          pump(address);
+        }
+      });
+      if (!authorised) return;
       proton::target_options target;
       if (!options_.terminus_capabilities.empty()) target.capabilities(symbols(options_.terminus_capabilities));
       try {
@@ -1017,6 +1136,7 @@ class Client::Impl final : public proton::messaging_handler {
   }
 
   void finish_close() {
+    drop_request_state(ErrorInfo{Errc::closed, "the AMQP client was closed before the broker answered"});
     std::lock_guard lock(mutex_);
     connection_work_ = nullptr;
     state_ = State::closed;
@@ -1024,6 +1144,350 @@ class Client::Impl final : public proton::messaging_handler {
     fail_in_flight_locked(ErrorInfo{Errc::closed,
                                     "the AMQP client was closed before the broker confirmed (outcome unknown: the "
                                     "message may have arrived)"});
+    cv_.notify_all();
+  }
+
+  // ==== Request/response nodes, claims and confirmed settlement ====
+
+  using ReplyHandler = std::function<void(Result<proton::message>)>;
+  using ClaimsWaiter = std::function<void(std::optional<ErrorInfo>)>;
+
+  // mutex_ held.
+  static void answer_locked(ConfirmOp& op, std::size_t index, std::optional<ErrorInfo> error) {
+    op.errors[index] = std::move(error);
+    op.answered[index] = true;
+    --op.remaining;
+  }
+
+  // What the broker's settlement says about the outcome the client sent:
+  // empty when it applied it. A rejected carrying an error is a refusal;
+  // Service Bus names a lock it no longer holds
+  // com.microsoft:message-lock-lost (the message comes back, or came back
+  // already, to another receiver).
+  static std::optional<ErrorInfo> refusal_of(const proton::delivery& d, const Outcome& sent) {
+    pn_delivery_t* c = detail::c_delivery(d);
+    if (pn_delivery_remote_state(c) != PN_REJECTED) return std::nullopt;
+    pn_condition_t* cond = pn_disposition_condition(pn_delivery_remote(c));
+    if (cond == nullptr || !pn_condition_is_set(cond)) {
+      if (sent.kind == Outcome::Kind::rejected) return std::nullopt;
+      return ErrorInfo{Errc::broker, "the broker rejected the settlement"};
+    }
+    const char* name = pn_condition_get_name(cond);
+    const char* description = pn_condition_get_description(cond);
+    const proton::error_condition e(name ? name : "", description ? description : "");
+    if (e.name().find("lock-lost") != std::string::npos) {
+      return ErrorInfo{Errc::not_found,
+                       "the message's lock is gone (it expired, or the message was settled "
+                       "already), so the broker delivers it again: " +
+                           describe(e)};
+    }
+    return ErrorInfo{Errc::broker, "the broker refused the settlement: " + describe(e)};
+  }
+
+  // Sends the outcomes of the settle_confirmed() calls in confirming_
+  // (their ids claimed by the caller) without settling, and frees their
+  // slots: from here on each delivery waits in awaiting_ for the broker's
+  // settlement. A call its caller gave up on (timeout) is sent all the
+  // same, as the caller was told the outcome is unknown. An id whose slot
+  // was freed since (the connection dropped) is not held.
+  void apply_confirms() {
+    if (confirming_.empty()) return;
+    std::lock_guard lock(mutex_);
+    for (const auto& op : confirming_) {
+      for (std::size_t i = 0; i < op->ids.size(); ++i) {
+        const std::uint64_t id = op->ids[i];
+        const auto index = static_cast<std::uint32_t>(id);
+        if (index >= slots_.size() || slots_[index].generation != static_cast<std::uint32_t>(id >> 32) ||
+            slots_[index].state != Slot::State::settling) {
+          if (!op->answered[i]) answer_locked(*op, i, not_held_error());
+          continue;
+        }
+        detail::update_unsettled(slots_[index].delivery, op->outcome);
+        awaiting_.emplace(slots_[index].delivery, std::make_pair(op, i));
+        free_slot_locked(index);
+      }
+      if (op->remaining == 0) cv_.notify_all();
+    }
+    confirming_.clear();
+  }
+
+  void drain_requests() {
+    std::vector<std::shared_ptr<RequestOp>> ops;
+    {
+      std::lock_guard lock(mutex_);
+      ops.swap(requests_);
+    }
+    for (auto& op : ops) {
+      send_request(op->node, std::move(op->message), [this, op](Result<proton::message> reply) {
+        std::lock_guard lock(mutex_);
+        if (!op->reply) op->reply = std::move(reply);
+        cv_.notify_all();
+      });
+    }
+  }
+
+  // A request/response node: a sender to it, and a receiver from it whose
+  // target is the reply-to address the node answers on.
+  struct Channel {
+    std::string node;
+    std::string reply_to;
+    proton::sender sender;
+    proton::receiver receiver;
+    std::deque<std::pair<proton::message, ReplyHandler>> waiting;  // for the links or credit
+    std::map<std::string, ReplyHandler> outstanding;               // by message-id
+  };
+
+  static constexpr std::string_view kCbsNode = "$cbs";
+  static constexpr int kReplyCredit = 100;
+
+  void send_request(const std::string& node, proton::message message, ReplyHandler done) {
+    if (!connection_) {
+      done(unexpected(
+          ErrorInfo{Errc::connection, "no AMQP connection to " + endpoint() + " for a request to '" + node + "'"}));
+      return;
+    }
+    Channel& channel = channels_[node];
+    channel.node = node;
+    channel.waiting.emplace_back(std::move(message), std::move(done));
+    service_channel(node);
+  }
+
+  void service_channel(const std::string& node) {
+    auto it = channels_.find(node);
+    if (it == channels_.end() || !connection_) return;
+    Channel& channel = it->second;
+    if (!channel.sender) {
+      if (node != kCbsNode) {
+        const bool authorised = claims_ready("m:" + node, node, [this, node](std::optional<ErrorInfo> error) {
+          if (error) {
+            fail_channel(node, *error);
+          } else {
+            service_channel(node);
+          }
+        });
+        if (!authorised) return;
+      }
+      channel.reply_to = "babelqueue-reply-" + uuid_v4();
+      try {
+        proton::receiver_options ro;
+        ro.target(proton::target_options().address(channel.reply_to));
+        ro.credit_window(kReplyCredit);
+        // The receiver first: its attach reaches the node before any request.
+        channel.receiver = connection_.open_receiver(node, ro);
+        channel.sender = connection_.open_sender(node);
+      } catch (const std::exception& e) {
+        fail_channel(node, ErrorInfo{Errc::connection, "could not open links to '" + node + "': " + e.what()});
+        return;
+      }
+      channel_receivers_[channel.receiver] = node;
+      channel_senders_[channel.sender] = node;
+      return;  // on_sendable comes back once the node gives credit
+    }
+    while (!channel.waiting.empty() && channel.sender.active() && channel.sender.credit() > 0) {
+      auto [message, done] = std::move(channel.waiting.front());
+      channel.waiting.pop_front();
+      const std::string id = uuid_v4();
+      message.id(id);
+      message.reply_to(channel.reply_to);
+      channel.outstanding.emplace(id, std::move(done));
+      channel.sender.send(message);
+    }
+  }
+
+  static std::string id_text(const proton::message_id& id) {
+    if (id.type() == proton::STRING) return proton::get<std::string>(id);
+    return proton::to_string(id);
+  }
+
+  // A reply on a channel's receiver: handed to its request.
+  bool on_reply(proton::delivery& d, proton::message& m) {
+    auto node = channel_receivers_.find(d.receiver());
+    if (node == channel_receivers_.end()) return false;
+    d.accept();
+    auto channel = channels_.find(node->second);
+    if (channel == channels_.end()) return true;
+    auto pending = channel->second.outstanding.find(id_text(m.correlation_id()));
+    if (pending == channel->second.outstanding.end()) return true;  // its caller gave up
+    ReplyHandler done = std::move(pending->second);
+    channel->second.outstanding.erase(pending);
+    done(m);
+    return true;
+  }
+
+  // A channel's link closed: every request on it fails. False for links of
+  // no channel.
+  template <class Link>
+  bool channel_link_failed(const Link& link, const proton::error_condition& condition) {
+    std::string node;
+    if constexpr (std::is_same_v<Link, proton::sender>) {
+      auto it = channel_senders_.find(link);
+      if (it == channel_senders_.end()) return false;
+      node = it->second;
+    } else {
+      auto it = channel_receivers_.find(link);
+      if (it == channel_receivers_.end()) return false;
+      node = it->second;
+    }
+    fail_channel(node, classify(condition, "the link to '" + node + "' was closed by the broker"));
+    return true;
+  }
+
+  void fail_channel(const std::string& node, const ErrorInfo& error) {
+    auto it = channels_.find(node);
+    if (it == channels_.end()) return;
+    Channel channel = std::move(it->second);
+    channels_.erase(it);
+    channel_senders_.erase(channel.sender);
+    channel_receivers_.erase(channel.receiver);
+    if (channel.sender && channel.sender.active()) channel.sender.close();
+    if (channel.receiver && channel.receiver.active()) channel.receiver.close();
+    for (auto& [message, done] : channel.waiting) done(unexpected(error));
+    for (auto& [id, done] : channel.outstanding) done(unexpected(error));
+  }
+
+  // ---- claims-based security ----
+
+  // An audience's token on this connection.
+  struct Audience {
+    bool granted = false;     // a put-token was answered with success
+    bool refreshing = false;  // a put-token for a fresh token is under way
+    Clock::time_point refresh_at;
+    Clock::time_point answer_by;                  // the put-token under way times out then
+    std::map<std::string, ClaimsWaiter> waiters;  // by who waits: "s:address", "r:address", "m:node"
+  };
+
+  // True when a link to address may open now. Otherwise its audience's
+  // token is being put, and then() runs once the broker answered (with the
+  // error if it refused). key names the waiter, so that asking again
+  // replaces the earlier wish instead of adding one.
+  bool claims_ready(const std::string& key, std::string_view address, ClaimsWaiter then) {
+    if (!options_.claims.token) return true;
+    const std::string audience =
+        options_.claims.audience_of ? options_.claims.audience_of(address) : std::string(address);
+    auto it = audiences_.find(audience);
+    if (it != audiences_.end() && it->second.granted) return true;
+    const bool fresh = it == audiences_.end();
+    if (fresh) it = audiences_.emplace(audience, Audience{}).first;
+    it->second.waiters[key] = std::move(then);
+    if (fresh) put_token(audience);
+    return false;
+  }
+
+  void put_token(const std::string& audience) {
+    auto token = options_.claims.token(audience);
+    if (!token) {
+      claims_answered(audience, token.error());
+      return;
+    }
+    auto it = audiences_.find(audience);
+    if (it == audiences_.end()) return;
+    it->second.answer_by = Clock::now() + options_.claims.put_timeout;
+    proton::message m;
+    m.body(token->token);
+    m.properties().put("operation", std::string("put-token"));
+    m.properties().put("type", token->type);
+    m.properties().put("name", audience);
+    m.properties().put(
+        "expiration",
+        proton::timestamp(
+            std::chrono::duration_cast<std::chrono::milliseconds>(token->expires_at.time_since_epoch()).count()));
+    const auto lifetime = token->expires_at - std::chrono::system_clock::now();
+    send_request(std::string(kCbsNode), std::move(m), [this, audience, lifetime](Result<proton::message> reply) {
+      if (!reply) {
+        claims_answered(audience, reply.error());
+        return;
+      }
+      std::int64_t status = 0;
+      std::string description;
+      const auto& props = reply->properties();
+      if (props.exists("status-code")) status = proton::coerce<std::int64_t>(props.get("status-code"));
+      if (props.exists("status-description")) description = proton::to_string(props.get("status-description"));
+      if (status == 200 || status == 202) {
+        if (auto a = audiences_.find(audience); a != audiences_.end()) {
+          const auto refresh_in = std::chrono::duration_cast<Clock::duration>(lifetime * options_.claims.refresh_after);
+          a->second.refresh_at = Clock::now() + std::max(refresh_in, Clock::duration(std::chrono::seconds(1)));
+        }
+        claims_answered(audience, std::nullopt);
+        return;
+      }
+      claims_answered(audience, ErrorInfo{status == 401 || status == 403 ? Errc::auth : Errc::broker,
+                                          "the broker refused the token for '" + audience + "' (status " +
+                                              std::to_string(status) + ": " + description + ")"});
+    });
+  }
+
+  void claims_answered(const std::string& audience, std::optional<ErrorInfo> error) {
+    auto it = audiences_.find(audience);
+    if (it == audiences_.end()) return;
+    Audience& a = it->second;
+    if (a.granted) {
+      // A refresh: the links keep the token they have until it expires.
+      a.refreshing = false;
+      if (error) {
+        log(LogLevel::warning,
+            "could not put a fresh token for '" + audience + "': " + error->message() + "; trying again in 5 s");
+        a.refresh_at = Clock::now() + std::chrono::seconds(5);
+      }
+      return;
+    }
+    std::map<std::string, ClaimsWaiter> waiters = std::move(a.waiters);
+    if (error) {
+      audiences_.erase(it);  // the next link asks again
+    } else {
+      a.granted = true;
+    }
+    for (auto& [key, then] : waiters) then(error);
+  }
+
+  // Puts fresh tokens before the old ones expire; a put-token unanswered
+  // in time fails its waiters.
+  void claims_tick() {
+    if (audiences_.empty()) return;
+    const auto now = Clock::now();
+    std::vector<std::string> refresh;
+    std::vector<std::string> late;
+    for (auto& [audience, a] : audiences_) {
+      if (a.granted && !a.refreshing && now >= a.refresh_at) refresh.push_back(audience);
+      if (!a.granted && now >= a.answer_by) late.push_back(audience);
+    }
+    for (const auto& audience : late) {
+      claims_answered(audience,
+                      ErrorInfo{Errc::timeout, "no answer to the put-token for '" + audience + "' within " +
+                                                   std::to_string(options_.claims.put_timeout.count()) + " ms"});
+    }
+    for (const auto& audience : refresh) {
+      if (auto it = audiences_.find(audience); it != audiences_.end()) {
+        it->second.refreshing = true;
+        put_token(audience);
+      }
+    }
+  }
+
+  // The connection is gone (or closing): its tokens, channels and pending
+  // confirmations with it.
+  void drop_request_state(const ErrorInfo& error) {
+    audiences_.clear();  // the links that waited are opened again, and ask again, on the next connection
+    std::vector<std::string> nodes;
+    for (const auto& [node, channel] : channels_) nodes.push_back(node);
+    for (const auto& node : nodes) fail_channel(node, error);
+    channel_senders_.clear();
+    channel_receivers_.clear();
+    std::lock_guard lock(mutex_);
+    for (auto& [d, ref] : awaiting_) {
+      auto& [op, index] = ref;
+      if (!op->answered[index]) answer_locked(*op, index, error);
+    }
+    awaiting_.clear();
+    for (auto& op : confirms_) {
+      for (std::size_t i = 0; i < op->ids.size(); ++i) {
+        if (!op->answered[i]) answer_locked(*op, i, error);
+      }
+    }
+    confirms_.clear();
+    for (auto& op : requests_) {
+      if (!op->reply) op->reply = unexpected(error);
+    }
+    requests_.clear();
     cv_.notify_all();
   }
 
@@ -1077,10 +1541,20 @@ class Client::Impl final : public proton::messaging_handler {
   std::map<proton::sender, std::string> sender_address_;
   std::map<proton::receiver, std::shared_ptr<Inbound>> receivers_;
   std::map<proton::receiver, std::shared_ptr<BrowseOp>> browsers_;
-  std::unordered_map<std::uint64_t, proton::delivery> deliveries_;
   std::vector<std::pair<std::uint64_t, Outcome>> applying_;  // apply_settlements()'s batch
   std::vector<std::uint32_t> applied_;
   std::vector<std::shared_ptr<Inbound>> topups_;  // drain()'s: receivers with credit to give back
+
+  // Request/response, claims and confirmed settlement. Under mutex_:
+  std::vector<std::shared_ptr<RequestOp>> requests_;
+  std::vector<std::shared_ptr<ConfirmOp>> confirms_;
+  std::vector<std::shared_ptr<ConfirmOp>> confirming_;  // apply_confirms()'s batch (the container's thread)
+  // The container's thread only:
+  std::map<std::string, Channel> channels_;
+  std::map<proton::sender, std::string> channel_senders_;
+  std::map<proton::receiver, std::string> channel_receivers_;
+  std::map<std::string, Audience> audiences_;
+  std::map<proton::delivery, std::pair<std::shared_ptr<ConfirmOp>, std::size_t>> awaiting_;
 };
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -1147,6 +1621,17 @@ Result<void> Client::settle(std::uint64_t id, Outcome outcome) { return impl_->s
 Result<void> Client::settle(std::span<const std::uint64_t> ids, const Outcome& outcome,
                             std::vector<std::size_t>& not_held) {
   return impl_->settle(ids, outcome, not_held);
+}
+
+Result<proton::message> Client::request(std::string_view node, proton::message message,
+                                        std::chrono::milliseconds timeout) {
+  return impl_->request(node, std::move(message), timeout);
+}
+
+std::vector<std::optional<ErrorInfo>> Client::settle_confirmed(std::span<const std::uint64_t> ids,
+                                                               const Outcome& outcome,
+                                                               std::chrono::milliseconds timeout) {
+  return impl_->settle_confirmed(ids, outcome, timeout);
 }
 
 void EncodedMessages::append(const proton::message& message) {

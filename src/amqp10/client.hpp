@@ -31,6 +31,18 @@
 //     — is Errc::not_found. Settlements are queued and the container's
 //     thread applies all that are queued each time it runs them: a batch
 //     settled together (settle() of several ids) costs it one wake-up.
+//   - request(): a request/response node ($cbs, an entity's $management):
+//     a sender to the node and a receiver from it whose target is the
+//     reply-to address, opened on first use; a reply is matched to its
+//     request by correlation-id.
+//   - settle_confirmed(): rcv-settle-mode second (Service Bus PeekLock): the
+//     outcome goes out unsettled and the call waits until the broker
+//     settles back, so an outcome the broker refused (a lock that was lost)
+//     is an error instead of a silent no-op.
+//   - ConnectionOptions::claims (claims.hpp): before a link to an address
+//     opens, a token for its audience is put on $cbs; tokens are put again
+//     before they expire and after a reconnect. A refused token fails the
+//     links that waited for it with Errc::auth and the broker's reason.
 //   - The connection drops: messages buffered or held are forgotten (the
 //     broker redelivers them), sends on the wire fail as "outcome unknown",
 //     and the client reconnects after the ConnectionOptions::reconnect
@@ -48,6 +60,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <proton/binary.hpp>
 #include <proton/message.hpp>
 #include <span>
@@ -147,6 +160,25 @@ class Client {
   // ids) and the others are settled all the same.
   // Errc::closed (nothing settled) once the client is closed.
   Result<void> settle(std::span<const std::uint64_t> ids, const Outcome& outcome, std::vector<std::size_t>& not_held);
+
+  // Sends message to a request/response node (e.g. "$cbs" or
+  // "orders/$management") and waits at most timeout for its reply. The
+  // client sets the message-id and reply-to. The node's links need the
+  // claims of the address (ConnectionOptions::claims) like any other.
+  // Errc::connection when the connection is down or drops before the reply,
+  // Errc::timeout when none came in time.
+  Result<proton::message> request(std::string_view node, proton::message message, std::chrono::milliseconds timeout);
+
+  // Settles held messages with outcome and waits, at most timeout, until
+  // the broker has settled each one back (rcv-settle-mode second; see
+  // ConnectionOptions::receiver_settles_second). One entry per id, empty
+  // when the broker applied the outcome: Errc::not_found when the id is not
+  // held or the broker answered that the message's lock is gone (Service
+  // Bus com.microsoft:message-lock-lost), Errc::broker for another refusal,
+  // Errc::connection or Errc::timeout when the answer never came (outcome
+  // unknown).
+  std::vector<std::optional<ErrorInfo>> settle_confirmed(std::span<const std::uint64_t> ids, const Outcome& outcome,
+                                                         std::chrono::milliseconds timeout);
 
   // True while the connection is open.
   bool connected() const;

@@ -4,6 +4,7 @@
 // Thread-safety: a plain value.
 #pragma once
 
+#include "claims.hpp"
 #include "message_reader.hpp"
 
 #include <babelqueue/backoff.hpp>
@@ -47,6 +48,9 @@ struct ConnectionOptions {
   // Incoming::read (message_reader.hpp). Empty: Incoming::message carries
   // the message itself.
   MessageReader reader;
+  // Claims-based security: a token on $cbs for each address before its
+  // links open (Service Bus); empty: none.
+  Claims claims;
   LogSink log;
 };
 

@@ -2,6 +2,7 @@
 // Outcome: how a received AMQP 1.0 message is settled.
 #pragma once
 
+#include <map>
 #include <string>
 
 namespace babelqueue::amqp10 {
@@ -21,10 +22,13 @@ struct Outcome {
   // rejected: the error condition's name and description.
   std::string condition;
   std::string description;
+  // rejected: the error condition's info map, as strings (Service Bus reads
+  // DeadLetterReason and DeadLetterErrorDescription here).
+  std::map<std::string, std::string> info;
 
-  static Outcome accepted() { return {Kind::accepted, {}, {}}; }
-  static Outcome released() { return {Kind::released, {}, {}}; }
-  static Outcome failed() { return {Kind::failed, {}, {}}; }
+  static Outcome accepted() { return {Kind::accepted, {}, {}, {}}; }
+  static Outcome released() { return {Kind::released, {}, {}, {}}; }
+  static Outcome failed() { return {Kind::failed, {}, {}, {}}; }
 };
 
 }  // namespace babelqueue::amqp10

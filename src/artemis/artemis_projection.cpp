@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "artemis_projection.hpp"
 
+#include "amqp_values.hpp"
 #include "c_handles.hpp"
 
 #include <babelqueue/binding.hpp>
@@ -36,49 +37,6 @@ bool is_ours(std::string_view name) {
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string text_of(const proton::scalar& s) {
-  switch (s.type()) {
-    case proton::STRING: return proton::get<std::string>(s);
-    case proton::SYMBOL: return proton::get<proton::symbol>(s);
-    case proton::BINARY: {
-      const auto b = proton::get<proton::binary>(s);
-      return std::string(b.begin(), b.end());
-    }
-    default: return proton::to_string(s);
-  }
-}
-
-bool is_integral(proton::type_id t) {
-  switch (t) {
-    case proton::BYTE:
-    case proton::UBYTE:
-    case proton::SHORT:
-    case proton::USHORT:
-    case proton::INT:
-    case proton::UINT:
-    case proton::LONG:
-    case proton::ULONG: return true;
-    default: return false;
-  }
-}
-
-// The gate on bq_schema_version: a string as the text bindings read it, an
-// integral AMQP value as the typed ones do; any other type is poison.
-std::optional<Rejection> gate(const proton::scalar& value) {
-  if (value.type() == proton::STRING || value.type() == proton::SYMBOL) {
-    return binding::schema_version_gate(std::optional<std::string_view>(text_of(value)));
-  }
-  if (value.type() == proton::NULL_TYPE) return std::nullopt;
-  if (is_integral(value.type())) {
-    if (value.type() == proton::ULONG) {
-      const auto u = proton::get<std::uint64_t>(value);
-      return binding::schema_version_gate(u > 1 ? std::int64_t{2} : static_cast<std::int64_t>(u));
-    }
-    return binding::schema_version_gate(proton::coerce<std::int64_t>(value));
-  }
-  return binding::schema_version_gate(std::optional<std::string_view>(proton::to_string(value)));
 }
 
 std::string body_bytes(const proton::value& body) {
@@ -279,9 +237,9 @@ Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::mes
     proton::get(message.properties().value(), props);
     for (const auto& [name, value] : props) {
       if (name == names.schema_version) {
-        d.gate_rejection = gate(value);
+        d.gate_rejection = amqp10::schema_version_gate(value);
       } else if (!is_ours(name)) {
-        d.headers.emplace(name, text_of(value));
+        d.headers.emplace(name, amqp10::text_of(value));
       }
     }
   }

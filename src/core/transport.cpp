@@ -44,6 +44,11 @@ Result<void> Transport::extend(const Delivery& /*delivery*/, std::chrono::millis
   return unexpected(Errc::unsupported, "this transport has no leases to extend");
 }
 
+Result<void> Transport::dead_letter_natively(const Delivery& /*delivery*/, std::string_view /*reason*/,
+                                             std::string_view /*description*/) {
+  return unexpected(Errc::unsupported, "this transport cannot move a message into a dead-letter queue of the broker");
+}
+
 std::string Transport::dead_letter_queue(std::string_view queue) const { return std::string(queue) + ".dlq"; }
 
 Result<QueueStats> Transport::stats(std::string_view queue) {

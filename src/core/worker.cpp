@@ -837,6 +837,12 @@ class Worker::Impl {
     log(LogLevel::warning, concat({"poison message on ", d.queue, ": ", error}));
     if (!options_.dead_letter) {
       if (options_.hooks.on_poison) options_.hooks.on_poison(PoisonEvent{d.queue, d.body, reason, detail, false});
+      if (caps_.native_dead_letter) {
+        // Service Bus: into its own dead-letter queue now, not after
+        // MaxDeliveryCount deliveries of a message that can never succeed.
+        if (flight.claim()) dead_letter_natively(d, reason, error);
+        return;
+      }
       if (caps_.broker_dead_letter_policy) {
         // The broker's own policy (SQS RedrivePolicy) moves it after its
         // receive count; acking here would bypass that policy.
@@ -997,6 +1003,17 @@ class Worker::Impl {
     }
     for (const AckFailure& failure : failures) {
       if (failure.index < batch.size()) ack_failed(batch[failure.index], failure.error);
+    }
+  }
+
+  // The reasons are the Python SDK's (its native settle of Service Bus).
+  void dead_letter_natively(const Delivery& d, Rejection reason, const std::string& error) {
+    const std::string_view why = reason == Rejection::schema_version_gate ? "unsupported schema version" : "poison";
+    if (auto r = transport_.dead_letter_natively(d, why, error); !r) {
+      note(metrics_.settle_errors, event(WorkerEventKind::settle_error, d.queue));
+      log(LogLevel::error, concat({"moving a message of ", d.queue, " into the broker's dead-letter queue failed (",
+                                   r.error().message(), "); it is released to the broker's policy instead"}));
+      release(d, {}, "native dead-letter failed");
     }
   }
 

@@ -24,8 +24,10 @@ top='{"job":"urn:a","trace_id":"t","data":{},"meta":{"schema_version":1,"id":"m-
 printf '%s' "$top" | "$bq" send top
 printf '#!/bin/sh\necho run >>"%s/runs.log"\nexit 3\n' "$tmp" >"$tmp/fail.sh"
 chmod +x "$tmp/fail.sh"
-"$bq" work top --max-messages 1 --dead-letter --idle-exit 1e300 --unreachable-exit 1e300 \
-  --shutdown-deadline 1e300 --kill-grace 1e300 --backoff-initial 1 --backoff-max 9223372036854775807 \
+# The CLI takes decimals without an exponent: 1e300 written out.
+huge="1$(printf '%0300d' 0)"
+"$bq" work top --max-messages 1 --dead-letter --idle-exit "$huge" --unreachable-exit "$huge" \
+  --shutdown-deadline "$huge" --kill-grace "$huge" --backoff-initial 1 --backoff-max 9223372036854775807 \
   --backoff-multiplier 1000 -- "$tmp/fail.sh" 2>"$tmp/work.err"
 check "work with every duration at its largest: exit 0" 0 $?
 check "the command ran once" "run" "$(cat "$tmp/runs.log")"

@@ -7,6 +7,11 @@
 # unreachable broker. EXTRA, a script of the broker's own checks, is sourced
 # last (it sees $cli, $url, $queue and the check functions).
 #   cli_broker_test.sh SOURCE_DIR CLI CONFORMANCE_DIR BROKER [EXTRA]
+# Environment, for brokers that differ: BQ_CLI_SECTION, the conformance
+# section's name (default BROKER); BQ_CLI_UNREACHABLE_URL, a URL of the
+# broker's scheme that reaches nothing (default BROKER://127.0.0.1:1?...),
+# and BQ_CLI_UNREACHABLE_ENV, VAR=VALUE pairs set for that command only. A
+# broker without a tls_url in its info is run over its plain URL only.
 set -uo pipefail
 source_dir="$1"
 cli="$2"
@@ -23,14 +28,17 @@ ca="$(sed -n 's/^tls_ca=//p' <<<"$info")"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
+section="${BQ_CLI_SECTION:-$name}"
 out="$("$cli" conformance "$suite" --url "$url" 2>&1)"
-echo "$out" | grep "$name"
-check "conformance: $name checks, all passed" "$(grep -c " $name/" <<<"$out")" "$(grep -c "^PASS $name/" <<<"$out")"
-contains "conformance: projection read back" "PASS $name/property_projection/broker" "$out"
+echo "$out" | grep "$section"
+check "conformance: $section checks, all passed" "$(grep -c " $section/" <<<"$out")" "$(grep -c "^PASS $section/" <<<"$out")"
+contains "conformance: projection read back" "PASS $section/property_projection/broker" "$out"
 check "conformance: no FAIL line" "" "$(grep '^FAIL' <<<"$out")"
 
 queue="bq-cli-$RANDOM$RANDOM"
-for target in "$url" "$tls_url?tls_ca=$ca"; do
+targets=("$url")
+[[ -n "$tls_url" ]] && targets+=("$tls_url?tls_ca=$ca")
+for target in "${targets[@]}"; do
   id="$("$cli" --url "$target" publish "$queue" urn:cli:test:sent '{"n":1}' 2>&1)"
   check "publish prints one id ($target)" 1 "$(grep -c -E '^[0-9a-f-]{36}$' <<<"$id")"
   body="$("$cli" --url "$target" drain "$queue" --wait 5 --max 1 2>&1)"
@@ -68,7 +76,9 @@ contains "redriven to the queue" "\"id\":\"$id\"" "$again"
 contains "attempts reset" "\"attempts\":0" "$again"
 
 # A bad URL and an unreachable broker are clear errors, not hangs.
-err="$("$cli" --url "$name://127.0.0.1:1?connect_timeout=2s" drain "$queue" --wait 0.1 2>&1)"
+read -r -a unreachable_env <<<"${BQ_CLI_UNREACHABLE_ENV:-}"
+err="$(env "${unreachable_env[@]}" "$cli" --url "${BQ_CLI_UNREACHABLE_URL:-$name://127.0.0.1:1?connect_timeout=2s}" \
+  drain "$queue" --wait 0.1 2>&1)"
 check "unreachable: non-zero exit" 1 "$([[ $? -ne 0 ]] && echo 1 || echo 0)"
 contains "unreachable: names the endpoint" "127.0.0.1:1" "$err"
 

@@ -120,6 +120,10 @@ class FaultInjectingTransport final : public Transport {
     if (auto fault = take(extend_fault_, delivery.queue)) return failure(*fault, "extend", delivery.queue);
     return inner_->extend(delivery, lease);
   }
+  Result<void> dead_letter_natively(const Delivery& delivery, std::string_view reason,
+                                    std::string_view description) override {
+    return inner_->dead_letter_natively(delivery, reason, description);
+  }
   std::string dead_letter_queue(std::string_view queue) const override { return inner_->dead_letter_queue(queue); }
   Result<QueueStats> stats(std::string_view queue) override { return inner_->stats(queue); }
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override { inner_->close(deadline); }

@@ -56,6 +56,10 @@ class QueueNamespace final : public Transport {
   Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override {
     return inner_->extend(renamed(delivery), lease);
   }
+  Result<void> dead_letter_natively(const Delivery& delivery, std::string_view reason,
+                                    std::string_view description) override {
+    return inner_->dead_letter_natively(renamed(delivery), reason, description);
+  }
   std::string dead_letter_queue(std::string_view queue) const override { return inner_->dead_letter_queue(queue); }
   Result<QueueStats> stats(std::string_view queue) override { return inner_->stats(on_broker(queue)); }
   void close(std::chrono::milliseconds deadline) override { inner_->close(deadline); }
