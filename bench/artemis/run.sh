@@ -3,10 +3,17 @@
 # Runs the Artemis benchmark against the broker of scripts/broker (started
 # when it is not running), with the published Python SDK side by side (its
 # virtual environment from scripts/python-sdk).
-#   bench/artemis/run.sh BUILD_DIR/bench/artemis/babelqueue_bench_artemis [--messages N] [--rounds R] ...
+#   bench/artemis/run.sh [--markdown] BUILD_DIR/bench/artemis/babelqueue_bench_artemis [--messages N] [--rounds R] ...
 # BQ_BENCH_NO_PYTHON=1 leaves the Python SDK out.
+# --markdown prints the report as a block for the docs: a line saying when, on
+# which commit and on what machine it ran, then the report
+# (bench/with_machine.py; bench/regenerate_docs.py puts it in place).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+if [[ "${1:-}" == --markdown ]]; then
+  shift
+  exec python3 "$root/bench/with_machine.py" "$root/bench/artemis/run.sh" "$@"
+fi
 bench="$1"
 shift
 "$root/scripts/broker" status artemis >/dev/null 2>&1 || "$root/scripts/broker" start artemis >/dev/null

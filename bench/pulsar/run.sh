@@ -5,10 +5,17 @@
 # one, consume + ack at concurrency 1 and 4 (of topics filled by
 # pulsar-client's batching producer, for both sides). Prints a table of the
 # best of ROUNDS rounds per side.
-#   bench/pulsar/run.sh BUILD_DIR [N] [ROUNDS]
+#   bench/pulsar/run.sh [--markdown] BUILD_DIR [N] [ROUNDS]
+# --markdown prints the report as a block for the docs: a line saying when, on
+# which commit and on what machine it ran, then the report
+# (bench/with_machine.py; bench/regenerate_docs.py puts it in place).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+if [[ "${1:-}" == --markdown ]]; then
+  shift
+  exec python3 "$root/bench/with_machine.py" "$here/run.sh" "$@"
+fi
 build="$1"
 n="${2:-20000}"
 rounds="${3:-3}"

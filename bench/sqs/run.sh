@@ -2,9 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs the SQS benchmark against the local SQS-compatible server of
 # scripts/broker (started when it is not running).
-#   bench/sqs/run.sh BUILD_DIR/bench/sqs/babelqueue_bench_sqs [--messages N] [--rounds R]
+#   bench/sqs/run.sh [--markdown] BUILD_DIR/bench/sqs/babelqueue_bench_sqs [--messages N] [--rounds R]
+# --markdown prints the report as a block for the docs: a line saying when, on
+# which commit and on what machine it ran, then the report
+# (bench/with_machine.py; bench/regenerate_docs.py puts it in place).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+if [[ "${1:-}" == --markdown ]]; then
+  shift
+  exec python3 "$root/bench/with_machine.py" "$root/bench/sqs/run.sh" "$@"
+fi
 bench="$1"
 shift
 export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-AKIDBABELQUEUETEST}"
