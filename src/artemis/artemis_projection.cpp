@@ -3,6 +3,7 @@
 
 #include "amqp_values.hpp"
 #include "c_handles.hpp"
+#include "message_body.hpp"
 
 #include <babelqueue/binding.hpp>
 #include <babelqueue/error.hpp>
@@ -37,19 +38,6 @@ bool is_ours(std::string_view name) {
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string body_bytes(const proton::value& body) {
-  switch (body.type()) {
-    case proton::STRING: return proton::get<std::string>(body);
-    case proton::BINARY: {
-      const auto b = proton::get<proton::binary>(body);
-      return std::string(b.begin(), b.end());
-    }
-    case proton::SYMBOL: return proton::get<proton::symbol>(body);
-    case proton::NULL_TYPE: return {};
-    default: return proton::to_string(body);
-  }
 }
 
 }  // namespace
@@ -170,7 +158,7 @@ proton::message make_message(std::string_view body, const PublishOptions& option
 
 namespace {
 
-std::string_view view(pn_bytes_t bytes) { return {bytes.start, bytes.size}; }
+using amqp10::detail::view;
 
 // The application properties read straight off the message's data, without
 // a std::map of scalars: string keys with string, symbol or binary values,
@@ -209,21 +197,6 @@ bool read_text_properties(pn_data_t* p, Delivery& d) {
   return true;
 }
 
-// The body's bytes straight off the message's data where it is a string,
-// binary or symbol (or absent); false for another type.
-bool read_text_body(pn_data_t* b, std::string& out) {
-  if (b == nullptr) return true;
-  pn_data_rewind(b);
-  if (!pn_data_next(b)) return true;
-  switch (pn_data_type(b)) {
-    case PN_STRING: out.assign(view(pn_data_get_string(b))); return true;
-    case PN_BINARY: out.assign(view(pn_data_get_binary(b))); return true;
-    case PN_SYMBOL: out.assign(view(pn_data_get_symbol(b))); return true;
-    case PN_NULL: return true;
-    default: return false;
-  }
-}
-
 }  // namespace
 
 Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::message& message) {
@@ -243,7 +216,7 @@ Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::mes
       }
     }
   }
-  if (!read_text_body(amqp10::detail::c_data(message.body()), d.body)) d.body = body_bytes(message.body());
+  amqp10::read_body(message.body(), d.body);
   d.native_attempts = static_cast<std::int64_t>(message.delivery_count());
   d.attempts_merge = kZeroBasedDeliveryCount.merge;
   d.ordering_key = message.group_id();

@@ -3,6 +3,7 @@
 
 #include "amqp_values.hpp"
 #include "c_handles.hpp"
+#include "message_body.hpp"
 
 #include <babelqueue/binding.hpp>
 #include <babelqueue/error.hpp>
@@ -32,19 +33,6 @@ const binding::ContractNames& names = binding::kServiceBusProperties;
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string body_bytes(const proton::value& body) {
-  switch (body.type()) {
-    case proton::BINARY: {
-      const auto b = proton::get<proton::binary>(body);
-      return std::string(b.begin(), b.end());
-    }
-    case proton::STRING: return proton::get<std::string>(body);
-    case proton::SYMBOL: return proton::get<proton::symbol>(body);
-    case proton::NULL_TYPE: return {};
-    default: return proton::to_string(body);
-  }
 }
 
 }  // namespace
@@ -188,7 +176,7 @@ Lock lock_of(const proton::message& message, const proton::binary& tag) {
 
 namespace {
 
-std::string_view view(pn_bytes_t bytes) { return {bytes.start, bytes.size}; }
+using amqp10::detail::view;
 
 bool is_text(pn_type_t type) { return type == PN_STRING || type == PN_SYMBOL || type == PN_BINARY; }
 
@@ -235,21 +223,6 @@ bool read_properties(pn_data_t* p, Delivery& d) {
     }
   }
   return true;
-}
-
-// The body's bytes straight off the message's data where it is a Data
-// section (binary), a string or a symbol (or absent); false for another type.
-bool read_body(pn_data_t* b, std::string& out) {
-  if (b == nullptr) return true;
-  pn_data_rewind(b);
-  if (!pn_data_next(b)) return true;
-  switch (pn_data_type(b)) {
-    case PN_BINARY: out.assign(view(pn_data_get_binary(b))); return true;
-    case PN_STRING: out.assign(view(pn_data_get_string(b))); return true;
-    case PN_SYMBOL: out.assign(view(pn_data_get_symbol(b))); return true;
-    case PN_NULL: return true;
-    default: return false;
-  }
 }
 
 // x-opt-lock-token (a uuid) and x-opt-locked-until (a timestamp) off the
@@ -309,7 +282,7 @@ Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::mes
       }
     }
   }
-  if (!read_body(amqp10::detail::c_data(message.body()), d.body)) d.body = body_bytes(message.body());
+  amqp10::read_body(message.body(), d.body);
   // The header carries DeliveryCount - 1.
   const std::int64_t delivery_count = static_cast<std::int64_t>(message.delivery_count()) + 1;
   d.native_attempts = native_attempts_of_delivery_count(delivery_count);

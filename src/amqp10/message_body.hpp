@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// A received message's body as the envelope's bytes, shared by the Artemis
+// and Service Bus projections: a string, binary (a Data section) or symbol
+// body is its bytes, an absent or null body is empty, and any other AMQP
+// value is printed (the decoder then rejects it as not an envelope, with
+// its bytes kept for the dead-letter queue).
+#pragma once
+
+#include "c_handles.hpp"
+
+#include <proton/codec.h>
+
+#include <proton/binary.hpp>
+#include <proton/symbol.hpp>
+#include <proton/value.hpp>
+#include <string>
+#include <string_view>
+
+namespace babelqueue::amqp10 {
+
+namespace detail {
+
+inline std::string_view view(pn_bytes_t bytes) { return {bytes.start, bytes.size}; }
+
+// The body's bytes straight off the message's C data, without converting
+// the value to C++ types first; false for a type other than string, binary,
+// symbol or null.
+inline bool read_body_bytes(pn_data_t* b, std::string& out) {
+  if (b == nullptr) return true;
+  pn_data_rewind(b);
+  if (!pn_data_next(b)) return true;
+  switch (pn_data_type(b)) {
+    case PN_BINARY: out.assign(view(pn_data_get_binary(b))); return true;
+    case PN_STRING: out.assign(view(pn_data_get_string(b))); return true;
+    case PN_SYMBOL: out.assign(view(pn_data_get_symbol(b))); return true;
+    case PN_NULL: return true;
+    default: return false;
+  }
+}
+
+}  // namespace detail
+
+// The body's bytes into out (replacing what it held).
+inline void read_body(const proton::value& body, std::string& out) {
+  out.clear();
+  if (detail::read_body_bytes(detail::c_data(body), out)) return;
+  out = proton::to_string(body);
+}
+
+}  // namespace babelqueue::amqp10
