@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "artemis_projection.hpp"
+#include "chunked_send.hpp"
 #include "client.hpp"
 
 #include <babelqueue/artemis/transport.hpp>
@@ -18,9 +19,6 @@ namespace babelqueue::artemis {
 namespace {
 
 constexpr std::uint16_t kDefaultPort = 5672;
-
-// publish_batch() hands the client this many messages at a time.
-constexpr std::size_t kChunkMessages = 64;
 
 Result<void> check_queue(std::string_view queue) {
   if (queue.empty()) return unexpected(Errc::invalid_argument, "the queue name is empty");
@@ -146,69 +144,13 @@ Result<void> Transport::publish_batch(std::span<const OutgoingMessage> messages)
     if (auto ok = check_queue(m.queue); !ok) return ok;
     if (m.options.delay.count() < 0) return unexpected(Errc::invalid_argument, "artemis: a negative delay");
   }
-  // Streamed: the messages are encoded a chunk at a time and each chunk is
-  // handed to the client as soon as it is full, so the first transfers are
-  // on the wire (and the broker journals them) while the rest are being
-  // encoded. Each queue has a chunk of its own: a queue's messages keep
-  // their order.
-  struct Chunk {
-    std::string_view queue;
-    amqp10::EncodedMessages messages;
-  };
-  struct Started {
-    std::string_view queue;
-    std::shared_ptr<amqp10::SendOp> op;
-    std::size_t count;
-    std::chrono::steady_clock::time_point deadline;
-  };
-  std::vector<Chunk> open;
-  std::vector<Started> started;
-  std::optional<ErrorInfo> failure;
-  auto start = [&](Chunk& chunk) {
-    const std::size_t count = chunk.messages.size();
-    const auto deadline = std::chrono::steady_clock::now() + state_->options.publish_timeout;
-    auto op = state_->client->start_send(chunk.queue, std::move(chunk.messages));
-    chunk.messages = {};
-    if (!op) {
-      if (!failure)
-        failure = ErrorInfo(op.error().code(),
-                            "batch publish to '" + std::string(chunk.queue) + "': " + op.error().message());
-      return;
-    }
-    started.push_back(Started{chunk.queue, std::move(*op), count, deadline});
-  };
+  // Streamed in chunks: the first transfers are on the wire while the rest
+  // are being encoded (chunked_send.hpp).
   MessageEncoder encoder;
-  for (const auto& m : messages) {
-    if (failure) break;
-    auto chunk = std::find_if(open.begin(), open.end(), [&](const Chunk& c) { return c.queue == m.queue; });
-    if (chunk == open.end()) chunk = open.insert(open.end(), Chunk{m.queue, {}});
-    if (auto appended = encoder.append(m.body, m.options, std::nullopt, chunk->messages); !appended) {
-      failure = appended.error();
-      break;
-    }
-    if (chunk->messages.size() == kChunkMessages) start(*chunk);
-  }
-  if (!failure) {
-    for (auto& chunk : open) {
-      if (!chunk.messages.empty()) start(chunk);
-    }
-  }
-  // Every chunk handed over is waited for, even after a failure: the
-  // count of accepted messages below is then exact.
-  std::size_t accepted = 0;
-  for (auto& s : started) {
-    if (auto done = state_->client->finish_send(*s.op, s.deadline); done) {
-      accepted += s.count;
-    } else if (!failure) {
-      failure =
-          ErrorInfo(done.error().code(), "batch publish to '" + std::string(s.queue) + "': " + done.error().message());
-    }
-  }
-  if (!failure) return {};
-  return unexpected(failure->code(), "artemis: " + failure->message() + " (" + std::to_string(accepted) + " of " +
-                                         std::to_string(messages.size()) +
-                                         " messages of the batch were published, counting whole chunks of " +
-                                         std::to_string(kChunkMessages) + ")");
+  return amqp10::send_in_chunks(*state_->client, messages, state_->options.publish_timeout, "artemis",
+                                [&](const OutgoingMessage& m, amqp10::EncodedMessages& out) {
+                                  return encoder.append(m.body, m.options, std::nullopt, out);
+                                });
 }
 
 Result<std::vector<Delivery>> Transport::receive(std::string_view queue, std::size_t max,
