@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "producer.hpp"
 
+#include <babelqueue/detail/message_size.hpp>
+
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -11,6 +15,21 @@ namespace {
 // How long one metadata request of reach() may wait: the check for "every
 // broker is down" runs between them.
 constexpr int kReachSliceMs = 200;
+
+// The bytes of a record librdkafka counts against message.max.bytes, less
+// its framing: value, key, header names and values.
+std::size_t record_size(const OutgoingRecord& out) {
+  std::size_t size = out.value.size() + (out.has_key ? out.key.size() : 0);
+  const char* name = nullptr;
+  const void* value = nullptr;
+  std::size_t value_size = 0;
+  for (std::size_t i = 0; rd_kafka_header_get_all(out.headers.get(), i, &name, &value, &value_size) ==
+                          RD_KAFKA_RESP_ERR_NO_ERROR;
+       ++i) {
+    size += std::strlen(name) + value_size;
+  }
+  return size;
+}
 
 }  // namespace
 
@@ -23,6 +42,18 @@ void DeliveryGroup::report(RdKafka::Message& message) {
   std::lock_guard lock(mutex);
   if (message.err() != RdKafka::ERR_NO_ERROR && !first_error) {
     const std::string native = rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(message.err()));
+    if (message.err() == RdKafka::ERR_MSG_SIZE_TOO_LARGE) {
+      // The producer let it through, the broker did not: its message.max.bytes
+      // (or the topic's max.message.bytes) is lower than the producer's.
+      first_error.emplace(ErrorInfo(Errc::invalid_argument,
+                                    "the broker refused the record on topic " + message.topic_name() + " (" +
+                                        std::to_string(message.len()) +
+                                        " bytes of value) as too large: its message.max.bytes or the topic's "
+                                        "max.message.bytes is lower than the producer's message.max.bytes")
+                              .with_native(native, message.errstr()));
+      --remaining;
+      return;
+    }
     // librdkafka knows whether the record may have reached the broker (sent,
     // then a timeout or a lost connection): then the outcome is unknown, not
     // a failure that a re-send repairs without a duplicate.
@@ -83,6 +114,10 @@ Result<void> Producer::start() {
   }
   client_.reset(RdKafka::Producer::create(conf.get(), error));
   if (!client_) return unexpected(Errc::invalid_argument, "could not create the Kafka producer: " + error);
+  std::string max_bytes;
+  if (conf->get("message.max.bytes", max_bytes) == RdKafka::Conf::CONF_OK) {
+    max_message_bytes_ = static_cast<std::size_t>(std::strtoull(max_bytes.c_str(), nullptr, 10));
+  }
   // No polling thread: every Publication waits for its delivery reports and
   // serves them itself (DeliveryGroup::wait).
   return {};
@@ -159,8 +194,16 @@ Result<void> Producer::Publication::add(OutgoingRecord& out) {
     client.poll(2);
   }
   if (code != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    std::lock_guard lock(group_.mutex);
-    --group_.remaining;
+    {
+      std::lock_guard lock(group_.mutex);
+      --group_.remaining;
+    }
+    if (code == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
+      return unexpected(::babelqueue::detail::message_too_large(out.topic, record_size(out), "the Kafka producer",
+                                                                producer_.max_message_bytes_,
+                                                                "producer.message.max.bytes")
+                            .with_native(rd_kafka_err2name(code), rd_kafka_err2str(code)));
+    }
     return unexpected(ErrorInfo(errc_of(static_cast<RdKafka::ErrorCode>(code)),
                                 "could not produce to topic " + std::string(out.topic) + ": " + rd_kafka_err2str(code))
                           .with_native(rd_kafka_err2name(code), rd_kafka_err2str(code)));

@@ -134,6 +134,9 @@ class Producer {
   DeliveryReports delivery_reports_;
   std::shared_mutex lifetime_;  // shared while the client is in use, unique to destroy it
   std::unique_ptr<RdKafka::Producer> client_;
+  // The producer's message.max.bytes: the largest record (value, key and
+  // headers) librdkafka accepts, for the error that names it.
+  std::size_t max_message_bytes_ = 0;
 };
 
 }  // namespace babelqueue::kafka::detail

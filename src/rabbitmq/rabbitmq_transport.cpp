@@ -14,6 +14,7 @@
 #include "io_loop.hpp"
 #include "shared_state.hpp"
 
+#include <babelqueue/detail/message_size.hpp>
 #include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/rabbitmq/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
@@ -41,9 +42,7 @@ using std::chrono::milliseconds;
 // A body larger than the broker takes, refused before it is sent: RabbitMQ
 // would close the channel with 406 PRECONDITION_FAILED, after the bytes went out.
 ErrorInfo too_large(std::string_view queue, std::size_t size, std::size_t limit) {
-  return ErrorInfo(Errc::invalid_argument, "the message for queue " + std::string(queue) + " is " +
-                                               std::to_string(size) + " bytes; RabbitMQ takes at most " +
-                                               std::to_string(limit) + " bytes (max_message_size)");
+  return ::babelqueue::detail::message_too_large(queue, size, "RabbitMQ", limit, "max_message_size");
 }
 
 // AMQP carries the heartbeat as a 16-bit number of seconds.
@@ -329,9 +328,8 @@ Result<void> rabbitmq::Transport::publish_batch(std::span<const OutgoingMessage>
   // the first one too large, with the batch half sent.
   for (std::size_t i = 0; i < messages.size(); ++i) {
     if (messages[i].body.size() > state_->options().max_message_size) {
-      const ErrorInfo error = too_large(messages[i].queue, messages[i].body.size(), state_->options().max_message_size);
-      return unexpected(error.code(), "message " + std::to_string(i) + " of the batch: " + error.message() +
-                                          "; nothing was published");
+      return unexpected(::babelqueue::detail::batch_message_too_large(
+          i, too_large(messages[i].queue, messages[i].body.size(), state_->options().max_message_size)));
     }
   }
   return state_->publish(messages);

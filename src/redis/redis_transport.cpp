@@ -3,6 +3,7 @@
 #include "redis_frame.hpp"
 #include "redis_scripts.hpp"
 
+#include <babelqueue/detail/message_size.hpp>
 #include <babelqueue/redis/transport.hpp>
 #include <babelqueue/transport_registry.hpp>
 #include <babelqueue/url_options.hpp>
@@ -54,9 +55,7 @@ Result<void> check_queue(std::string_view queue) {
 // a protocol error that closes the connection.
 Result<void> check_size(std::string_view queue, std::size_t size, std::size_t limit) {
   if (size <= limit) return {};
-  return unexpected(Errc::invalid_argument, "the message for queue " + std::string(queue) + " is " +
-                                                std::to_string(size) + " bytes; Redis takes at most " +
-                                                std::to_string(limit) + " bytes (max_message_size)");
+  return unexpected(::babelqueue::detail::message_too_large(queue, size, "Redis", limit, "max_message_size"));
 }
 
 std::string hex_sha1(std::string_view text) {

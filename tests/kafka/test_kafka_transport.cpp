@@ -681,3 +681,38 @@ TEST(KafkaBroker, AKeyedRecordRetriedStaysOnItsPartitionWithItsKey) {
     EXPECT_EQ(retry->partition, original->partition) << "the retry moved to another partition";
   }
 }
+
+// A record above the producer's message.max.bytes is refused before it is
+// sent, naming both sizes and the setting; one the producer lets through but
+// the broker (default message.max.bytes 1048588) does not is refused with the
+// broker's reason. Neither leaves anything on the topic.
+TEST(KafkaBroker, ARecordAboveTheSizeLimitsIsRefusedNamingTheLimit) {
+  const std::string topic = unique("big");
+  const std::string body(1'200'000, 'x');
+  {
+    auto transport = open_kafka();
+    auto published = transport->publish(topic, body);
+    ASSERT_FALSE(published);
+    EXPECT_EQ(published.error().code(), bq::Errc::invalid_argument);
+    const std::string& text = published.error().message();
+    EXPECT_NE(text.find(topic), std::string::npos) << text;
+    EXPECT_NE(text.find("1200000 bytes"), std::string::npos) << text;
+    EXPECT_NE(text.find("at most 1000000 bytes (producer.message.max.bytes)"), std::string::npos) << text;
+    transport->close();
+  }
+  {
+    auto transport = open_kafka("producer.message.max.bytes=3000000");
+    auto published = transport->publish(topic, body);
+    ASSERT_FALSE(published);
+    EXPECT_EQ(published.error().code(), bq::Errc::invalid_argument);
+    EXPECT_NE(published.error().message().find("the broker refused the record on topic " + topic),
+              std::string::npos)
+        << published.error().message();
+    const std::string small = envelope(topic, 1);
+    ASSERT_TRUE(transport->publish(topic, small));
+    auto received = receive_all(*transport, topic, 2, std::chrono::seconds(5));
+    ASSERT_EQ(received.size(), 1U);
+    EXPECT_EQ(received[0].body, small);
+    transport->close();
+  }
+}
