@@ -23,9 +23,8 @@ std::size_t record_size(const OutgoingRecord& out) {
   const char* name = nullptr;
   const void* value = nullptr;
   std::size_t value_size = 0;
-  for (std::size_t i = 0; rd_kafka_header_get_all(out.headers.get(), i, &name, &value, &value_size) ==
-                          RD_KAFKA_RESP_ERR_NO_ERROR;
-       ++i) {
+  for (std::size_t i = 0;
+       rd_kafka_header_get_all(out.headers.get(), i, &name, &value, &value_size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
     size += std::strlen(name) + value_size;
   }
   return size;
@@ -45,12 +44,12 @@ void DeliveryGroup::report(RdKafka::Message& message) {
     if (message.err() == RdKafka::ERR_MSG_SIZE_TOO_LARGE) {
       // The producer let it through, the broker did not: its message.max.bytes
       // (or the topic's max.message.bytes) is lower than the producer's.
-      first_error.emplace(ErrorInfo(Errc::invalid_argument,
-                                    "the broker refused the record on topic " + message.topic_name() + " (" +
-                                        std::to_string(message.len()) +
-                                        " bytes of value) as too large: its message.max.bytes or the topic's "
-                                        "max.message.bytes is lower than the producer's message.max.bytes")
-                              .with_native(native, message.errstr()));
+      first_error.emplace(
+          ErrorInfo(Errc::invalid_argument, "the broker refused the record on topic " + message.topic_name() + " (" +
+                                                std::to_string(message.len()) +
+                                                " bytes of value) as too large: its message.max.bytes or the topic's "
+                                                "max.message.bytes is lower than the producer's message.max.bytes")
+              .with_native(native, message.errstr()));
       --remaining;
       return;
     }

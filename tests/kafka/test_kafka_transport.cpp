@@ -705,8 +705,7 @@ TEST(KafkaBroker, ARecordAboveTheSizeLimitsIsRefusedNamingTheLimit) {
     auto published = transport->publish(topic, body);
     ASSERT_FALSE(published);
     EXPECT_EQ(published.error().code(), bq::Errc::invalid_argument);
-    EXPECT_NE(published.error().message().find("the broker refused the record on topic " + topic),
-              std::string::npos)
+    EXPECT_NE(published.error().message().find("the broker refused the record on topic " + topic), std::string::npos)
         << published.error().message();
     const std::string small = envelope(topic, 1);
     ASSERT_TRUE(transport->publish(topic, small));

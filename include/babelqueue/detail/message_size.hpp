@@ -26,8 +26,8 @@ inline ErrorInfo message_too_large(std::string_view queue, std::size_t size, std
 
 // The same for the message at `index` of a batch that was refused whole.
 inline ErrorInfo batch_message_too_large(std::size_t index, const ErrorInfo& error) {
-  return ErrorInfo(error.code(),
-                   "message " + std::to_string(index) + " of the batch: " + error.message() + "; nothing was published");
+  return ErrorInfo(error.code(), "message " + std::to_string(index) + " of the batch: " + error.message() +
+                                     "; nothing was published");
 }
 
 }  // namespace babelqueue::detail
