@@ -3,6 +3,7 @@
 #include "sqs_projection.hpp"
 
 #include <babelqueue/binding.hpp>
+#include <babelqueue/detail/message_size.hpp>
 #include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/duration.hpp>
 #include <babelqueue/json.hpp>
@@ -30,11 +31,14 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kMaxBatch = 10;                 // SQS entries per batch call
 constexpr std::size_t kMaxBatchBytes = 256U * 1024U;  // SQS payload per SendMessageBatch
-constexpr seconds kMaxDelay{900};                     // DelaySeconds
-constexpr seconds kMaxVisibility{43200};              // VisibilityTimeout (12 h)
-constexpr seconds kMaxWait{20};                       // WaitTimeSeconds
-constexpr milliseconds kShortPollPause{50};           // between short polls of a sub-second wait
-constexpr milliseconds kWaitRounding{50};             // a wait this close to whole seconds is long-polled whole
+// The range of a queue's MaximumMessageSize.
+constexpr std::int64_t kMinMessageSize = 1024;
+constexpr std::int64_t kMaxMessageSize = 1024 * 1024;
+constexpr seconds kMaxDelay{900};            // DelaySeconds
+constexpr seconds kMaxVisibility{43200};     // VisibilityTimeout (12 h)
+constexpr seconds kMaxWait{20};              // WaitTimeSeconds
+constexpr milliseconds kShortPollPause{50};  // between short polls of a sub-second wait
+constexpr milliseconds kWaitRounding{50};    // a wait this close to whole seconds is long-polled whole
 constexpr std::string_view kFifoSuffix = ".fifo";
 constexpr std::string_view kDeadLetterSuffix = "-dlq";
 
@@ -189,6 +193,16 @@ Result<void> append_message_fields(std::string& out, std::string_view queue, std
   if (publish.contract == nullptr) read = binding::read(body, decoded);
   const binding::ContractFields* fields = publish.contract != nullptr ? publish.contract : (read ? &*read : nullptr);
   const auto attributes = sqs_detail::project_attributes(fields, publish.headers);
+  // SQS counts a message's size as its body plus each attribute's name, data
+  // type and value; above the queue's MaximumMessageSize it refuses it.
+  std::size_t size = body.size();
+  for (const auto& attribute : attributes) {
+    size += attribute.name.size() + attribute.data_type.size() + attribute.value.size();
+  }
+  if (size > options.max_message_size) {
+    return unexpected(babelqueue::detail::message_too_large(queue, size, "SQS", options.max_message_size,
+                                                            "max_message_size, the queue's MaximumMessageSize"));
+  }
   if (!attributes.empty()) {
     out.append(",\"MessageAttributes\":{");
     bool first = true;
@@ -575,6 +589,9 @@ Result<std::unique_ptr<sqs::Transport>> sqs::Transport::open(Options options) {
   if (options.request_timeout <= milliseconds(0)) {
     return unexpected(Errc::invalid_argument, "the SQS request timeout must be positive");
   }
+  if (options.max_message_size == 0) {
+    return unexpected(Errc::invalid_argument, "the SQS max_message_size must be at least 1 byte");
+  }
   auto state = std::make_unique<State>(std::move(options));
   auto region = sqs::resolve_region(state->options.region, state->options.credentials.profile);
   if (!region) return unexpected(region.error());
@@ -623,6 +640,7 @@ Result<sqs::Transport::Options> sqs::Transport::options_from_url(const Url& url)
   // A millisecond field, held to whole seconds as the URL has always taken it.
   read.duration("request_timeout", options.request_timeout,
                 {.min = seconds(1), .max = std::chrono::hours(1), .step = seconds(1)});
+  read.integer("max_message_size", options.max_message_size, kMinMessageSize, kMaxMessageSize);
   // TLS is on whenever the endpoint is https, which the URL may not show
   // (the default endpoint is); libcurl ignores these settings for http, so
   // they are accepted with any endpoint, as ca_file always was.

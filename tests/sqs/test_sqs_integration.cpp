@@ -666,3 +666,58 @@ TEST_F(SqsIntegration, WrongEndpointIsAConnectionErrorNamingTheHost) {
 }
 
 }  // namespace
+
+// A message above max_message_size (body and attributes, as SQS counts them)
+// is refused before it is sent, naming both sizes; in a batch, the messages
+// before it are published and counted, none after it. A raised limit lets the
+// same message through.
+TEST_F(SqsIntegration, AMessageAboveTheSizeLimitIsRefusedNamingBothSizes) {
+  const std::string q = queue("big");
+  const std::string at_limit(256 * 1024, 'x');  // not an envelope: no attributes
+  ASSERT_TRUE(transport_->publish(q, at_limit));
+  const std::string over(256 * 1024 + 1, 'x');
+  auto refused = transport_->publish(q, over);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), bq::Errc::invalid_argument);
+  EXPECT_NE(refused.error().message().find("is 262145 bytes; SQS takes at most 262144 bytes (max_message_size"),
+            std::string::npos)
+      << refused.error().message();
+
+  // An envelope's projected attributes count too.
+  std::string padded = envelope("urn:test:big", 1);
+  const std::size_t body_only = padded.size();
+  auto with_attributes = transport_->publish(q, std::string(256 * 1024 - body_only, ' ') + padded);
+  ASSERT_FALSE(with_attributes) << "the attributes were not counted";
+  EXPECT_NE(with_attributes.error().message().find("SQS takes at most 262144 bytes"), std::string::npos);
+
+  std::vector<bq::OutgoingMessage> batch(3);
+  for (auto& message : batch) message.queue = q;
+  batch[0].body = envelope("urn:test:big", 2);
+  batch[1].body = over;
+  batch[2].body = envelope("urn:test:big", 3);
+  auto stopped = transport_->publish_batch(batch);
+  ASSERT_FALSE(stopped);
+  EXPECT_NE(stopped.error().message().find("262145 bytes"), std::string::npos) << stopped.error().message();
+  EXPECT_NE(stopped.error().message().find("stopped after 1 of 3"), std::string::npos) << stopped.error().message();
+  std::vector<bq::Delivery> received;
+  for (const auto deadline = Clock::now() + 3s; Clock::now() < deadline;) {
+    auto got = transport_->receive(q, 10, 500ms);
+    ASSERT_TRUE(got) << got.error().message();
+    for (auto& d : *got) {
+      ASSERT_TRUE(transport_->ack(d));  // acked: never seen again
+      received.push_back(std::move(d));
+    }
+  }
+  std::multiset<std::size_t> sizes;  // (the bodies themselves are too long to print)
+  bool small_one = false;
+  for (const auto& d : received) {
+    sizes.insert(d.body.size());
+    small_one = small_one || d.body == batch[0].body;
+  }
+  EXPECT_EQ(sizes, (std::multiset<std::size_t>{at_limit.size(), batch[0].body.size()}));
+  EXPECT_TRUE(small_one);
+
+  auto raised = open("max_message_size=1048576");
+  auto sent = raised->publish(q, over);
+  EXPECT_TRUE(sent) << sent.error().message();
+}

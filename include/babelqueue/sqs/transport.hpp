@@ -21,6 +21,9 @@
 //   profile=NAME                 shared-file profile, credentials.profile
 //   request_timeout=DURATION     limit of one request; a long poll gets its wait on top
 //                                (default 30s; 1s to 1h)
+//   max_message_size=BYTES       the largest message a publish sends, body and attributes
+//                                (default 262144, a queue's default MaximumMessageSize;
+//                                1024 to 1048576)
 //   tls_ca=PATH (also ca_file) tls_cert=PATH tls_key=PATH tls_verify=BOOL
 //                                (tls_options.hpp, into Options::curl; libcurl applies them to an
 //                                https endpoint only). tls_server_name is refused: libcurl checks
@@ -126,6 +129,12 @@ class Transport final : public babelqueue::Transport {
     sqs::CurlOptions curl;  ///< the default client's settings (TLS, timeouts, pool)
     /// Limit of one request (a long poll gets its wait on top).
     std::chrono::milliseconds request_timeout{std::chrono::seconds(30)};
+    /// The largest message a publish sends, its body and message attributes
+    /// counted as SQS counts them: a larger one fails with
+    /// Errc::invalid_argument naming both sizes, before it is sent. Default:
+    /// a queue's default MaximumMessageSize (256 KiB); set the queues' own
+    /// value when they were created with another (up to 1 MiB).
+    std::size_t max_message_size = std::size_t{256} * 1024;
     /// Where the transport says what it resolved and created, when the
     /// endpoint stops and starts answering, and when close() gives up on
     /// calls in flight; an empty function silences it.
