@@ -3,6 +3,7 @@
 
 #include "pulsar_frame.hpp"
 
+#include <babelqueue/detail/message_size.hpp>
 #include <babelqueue/detail/saturating.hpp>
 #include <babelqueue/error.hpp>
 
@@ -46,6 +47,8 @@ constexpr int kMaxRedirects = 20;
 // once its payloads reach this size (libpulsar's defaults: 1000 and 128 KiB).
 constexpr std::size_t kMaxBatchMessages = 1000;
 constexpr std::size_t kMaxBatchBytes = 128 * 1024;
+// A broker's maxMessageSize when it does not say (Pulsar's default, 5 MiB).
+constexpr std::size_t kDefaultMaxMessageSize = 5 * 1024 * 1024;
 
 std::string ms_text(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
 
@@ -118,6 +121,9 @@ struct Conn {
   State state = State::connecting;
   Clock::time_point connect_deadline;
   FrameReader reader;
+  // The largest message the broker takes (CONNECTED's max_message_size; the
+  // broker's default until it says).
+  std::size_t max_message_size = kDefaultMaxMessageSize;
   std::array<char, 64 * 1024> input{};
   std::string out_pending;
   std::string out_writing;
@@ -837,7 +843,8 @@ class Client::Impl {
       case CommandType::connected: {
         c->state = Conn::State::ready;
         if (cmd.max_message_size && *cmd.max_message_size > 0) {
-          c->reader.set_max_frame_size(static_cast<std::size_t>(*cmd.max_message_size) + 10 * 1024);
+          c->max_message_size = static_cast<std::size_t>(*cmd.max_message_size);
+          c->reader.set_max_frame_size(c->max_message_size + 10 * 1024);
         }
         auto waiters = std::move(c->waiters);
         c->waiters.clear();
@@ -1013,6 +1020,19 @@ class Client::Impl {
       p->queued.pop_front();
       if (op->abandoned) continue;
       OutMessage& m = op->messages[index];
+      // Above the broker's limit the broker would drop the connection (a
+      // frame too large), and every reconnect would send it again: refused
+      // here, naming both sizes, and the rest of the call goes on.
+      const std::size_t limit = p->conn->max_message_size;
+      if (m.payload.size() > limit) {
+        op->answered++;
+        if (!op->error) {
+          op->error = ::babelqueue::detail::message_too_large(p->topic, m.payload.size(), "the Pulsar broker", limit,
+                                                              "its maxMessageSize");
+        }
+        if (op->finished()) cv_.notify_all();
+        continue;
+      }
       // A batch call's consecutive messages without a delay (deliver_at_time
       // is per entry) share one batched entry, as libpulsar's producer does.
       std::vector<std::size_t> members{index};
@@ -1021,6 +1041,8 @@ class Client::Impl {
         while (!p->queued.empty() && members.size() < kMaxBatchMessages && batch_bytes < kMaxBatchBytes) {
           const auto& [next_op, next_index] = p->queued.front();
           if (next_op != op || op->messages[next_index].deliver_at) break;
+          // (with room for the entry's framing, a few bytes a member)
+          if (batch_bytes + op->messages[next_index].payload.size() + 64 * (members.size() + 1) > limit) break;
           batch_bytes += op->messages[next_index].payload.size();
           members.push_back(next_index);
           p->queued.pop_front();

@@ -14,6 +14,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -350,4 +351,44 @@ TEST(PulsarIntegration, ReleasingOneMessageOfABatchRedeliversOnlyThatOne) {
   auto empty = transport->receive(queue, 4, 1s);
   ASSERT_TRUE(empty);
   EXPECT_TRUE(empty->empty());
+}
+
+// A message above the broker's maxMessageSize (5 MiB by default, said in
+// CONNECTED) is refused before it is sent, naming both sizes: the broker
+// would drop the connection, and the client send it again on every
+// reconnect. The connection stays up; in a batch the others are published.
+TEST(PulsarIntegration, AMessageAboveTheBrokersSizeLimitIsRefusedNamingBothSizes) {
+  auto transport = open();
+  ASSERT_TRUE(transport);
+  const std::string queue = bq::testing::unique_queue("big");
+  const std::string big(5 * 1024 * 1024 + 1, 'x');
+  auto refused = transport->publish(queue, big);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), bq::Errc::invalid_argument);
+  EXPECT_NE(refused.error().message().find("is 5242881 bytes; the Pulsar broker takes at most 5242880 bytes"),
+            std::string::npos)
+      << refused.error().message();
+
+  std::vector<bq::OutgoingMessage> batch(3);
+  for (auto& message : batch) message.queue = queue;
+  batch[0].body = "small one";
+  batch[1].body = big;
+  batch[2].body = "small two";
+  auto partly = transport->publish_batch(batch);
+  ASSERT_FALSE(partly);
+  EXPECT_NE(partly.error().message().find("2 of 3 messages were accepted"), std::string::npos)
+      << partly.error().message();
+
+  std::set<std::string> bodies;
+  const auto deadline = Clock::now() + 10s;
+  while (bodies.size() < 2 && Clock::now() < deadline) {
+    auto got = transport->receive(queue, 10, 1s);
+    ASSERT_TRUE(got) << got.error().message();
+    for (auto& d : *got) {
+      bodies.insert(d.body);
+      EXPECT_TRUE(transport->ack(d));
+    }
+  }
+  EXPECT_EQ(bodies, (std::set<std::string>{"small one", "small two"}));
+  transport->close();
 }
