@@ -35,4 +35,28 @@ contains "dead-lettered, not retried" "retried 0, dead-lettered 1" "$(cat "$tmp/
 check "nothing left in the queue" '{"queue":"top","ready":0,"reserved":0,"delayed":0}' "$("$bq" stats top --json)"
 contains "the dead letter keeps the count" '"attempts":9223372036854775807' "$("$bq" drain top.dlq --wait 0.2)"
 
+# --prefetch-bytes: with a byte bound below one body the worker holds at most
+# one message ahead of the command, so while the first of four 100 KB
+# messages runs, two or more are still ready at the broker; without a bound
+# (0) one receive reserves all four.
+pad=$(head -c 100000 /dev/zero | tr '\0' x)
+printf '#!/bin/sh\n"%s" --url "%s" stats big --json >>"%s/stats.log"\n' "$bq" "$BABELQUEUE_URL" "$tmp" >"$tmp/stats.sh"
+chmod +x "$tmp/stats.sh"
+for round in bounded unbounded; do
+  for _ in 1 2 3 4; do "$bq" publish big urn:a "{\"pad\":\"$pad\"}" >/dev/null; done
+  rm -f "$tmp/stats.log"
+  bytes=1
+  [[ $round == unbounded ]] && bytes=0
+  "$bq" work big --max-messages 4 --prefetch-bytes "$bytes" -- "$tmp/stats.sh" 2>/dev/null
+  check "--prefetch-bytes $bytes: the four ran" 4 "$(wc -l <"$tmp/stats.log")"
+  first=$(head -n 1 "$tmp/stats.log")
+  if [[ $round == bounded ]]; then
+    contains "--prefetch-bytes 1: messages wait at the broker" '"ready":2' "${first/\"ready\":3/\"ready\":2}"
+  else
+    contains "--prefetch-bytes 0: all four prefetched" '"ready":0,"reserved":4' "$first"
+  fi
+done
+"$bq" work big --prefetch 1000001 -- true 2>/dev/null
+check "--prefetch above its range: a usage error" 2 $?
+
 finish

@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -29,11 +30,13 @@ std::string shown(double value) {
 
 }  // namespace
 
-CLI::Validator whole_number(std::uint64_t min) {
-  const std::string rule =
-      min == 0 ? "a whole number (0 or more)" : "a whole number of at least " + std::to_string(min);
+CLI::Validator whole_number(std::uint64_t min, std::uint64_t max) {
+  std::string rule = min == 0 ? "a whole number (0 or more)" : "a whole number of at least " + std::to_string(min);
+  if (max != std::numeric_limits<std::uint64_t>::max()) {
+    rule = "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  }
   return CLI::Validator(
-      [min, rule](std::string& text) -> std::string {
+      [min, max, rule](std::string& text) -> std::string {
         std::uint64_t value = 0;
         const char* end = text.data() + text.size();
         const auto [stop, error] = std::from_chars(text.data(), end, value);
@@ -41,7 +44,7 @@ CLI::Validator whole_number(std::uint64_t min) {
           return "must be " + rule + ", got '" + text + "'";
         }
         if (error == std::errc::result_out_of_range) return "'" + text + "' is too large";
-        if (value < min) return "must be " + rule + ", got '" + text + "'";
+        if (value < min || value > max) return "must be " + rule + ", got '" + text + "'";
         return {};
       },
       "");

@@ -9,12 +9,13 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <limits>
 
 namespace babelqueue::cli {
 
-// A whole number (digits only) of at least min: "--count: must be a whole
+// A whole number (digits only) from min to max: "--count: must be a whole
 // number of at least 1, got '0'".
-CLI::Validator whole_number(std::uint64_t min);
+CLI::Validator whole_number(std::uint64_t min, std::uint64_t max = std::numeric_limits<std::uint64_t>::max());
 
 // A number of seconds, fractions allowed: "--wait: not a number: 'abc'";
 // 0 is allowed unless positive.

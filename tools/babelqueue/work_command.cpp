@@ -43,6 +43,8 @@ struct WorkArgs {
   std::string dlq;
   std::string unknown_urn = "fail";
   std::size_t concurrency = 1;
+  std::size_t prefetch = 0;
+  std::size_t prefetch_bytes = WorkerOptions{}.prefetch_bytes;
   std::size_t max_messages = 0;
   double idle_exit = 0;
   double unreachable_exit = 0;
@@ -197,6 +199,8 @@ int run_work(const GlobalOptions& global, const WorkArgs& args) {
   // Empty: the transport's name for QUEUE's dead-letter queue.
   options.dead_letter_queue = args.dlq.empty() ? std::string() : queue_name(*transport, args.dlq);
   options.concurrency = args.concurrency;
+  options.prefetch = args.prefetch;
+  options.prefetch_bytes = args.prefetch_bytes;
   // The worker's own deadline comes after the commands' SIGKILL: a message
   // is never released while its command may still run.
   options.shutdown_deadline = deadline + grace + std::chrono::seconds(2);
@@ -351,6 +355,15 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
       ->check(whole_number(1))
       ->capture_default_str()
       ->type_name("N");
+  work->add_option("--prefetch", args->prefetch, "Messages received ahead of the commands (0 = max(concurrency, 16))")
+      ->check(whole_number(0, 1000000))
+      ->capture_default_str()
+      ->type_name("N");
+  work->add_option("--prefetch-bytes", args->prefetch_bytes,
+                   "Bytes of message bodies received ahead of the commands (0 = no byte bound)")
+      ->check(whole_number(0))
+      ->capture_default_str()
+      ->type_name("BYTES");
   work->add_option("--max-messages", args->max_messages, "Stop after receiving N messages (0 = no limit)")
       ->check(whole_number(0))
       ->type_name("N");
