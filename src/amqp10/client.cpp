@@ -3,6 +3,7 @@
 
 #include "c_handles.hpp"
 
+#include <babelqueue/detail/message_size.hpp>
 #include <babelqueue/error.hpp>
 #include <babelqueue/uuid.hpp>
 
@@ -1033,16 +1034,42 @@ class Client::Impl final : public proton::messaging_handler {
         state.pending.pop_front();
         continue;
       }
+      const std::string_view bytes = op->messages[op->sent];
+      if (auto refused = oversized(link, address, bytes.size())) {
+        // Not sent: the peer would detach the link with an error, failing
+        // every send behind this one.
+        op->sent++;
+        op->settled++;
+        if (!op->error) op->error = std::move(refused);
+        if (op->finished()) cv_.notify_all();
+        continue;
+      }
       char tag[sizeof state.next_tag];
       std::memcpy(tag, &state.next_tag, sizeof tag);
       ++state.next_tag;
       pn_delivery_t* delivery = pn_delivery(link, pn_dtag(tag, sizeof tag));
-      const std::string_view bytes = op->messages[op->sent];
       pn_link_send(link, bytes.data(), bytes.size());
       pn_link_advance(link);
       op->sent++;
       in_flight_.emplace(delivery, op);
     }
+  }
+
+  // The error of a message larger than this client's limit or the one the
+  // link's peer announced at attach (max-message-size; 0: none); nullopt
+  // when it fits.
+  std::optional<ErrorInfo> oversized(pn_link_t* link, const std::string& address, std::size_t size) const {
+    const std::uint64_t ours = options_.max_message_size;
+    const std::uint64_t peers = pn_link_remote_max_message_size(link);
+    if (peers != 0 && size > peers && (ours == 0 || peers <= ours)) {
+      return ::babelqueue::detail::message_too_large(address, size, "the broker", static_cast<std::size_t>(peers),
+                                                     "the link's max-message-size");
+    }
+    if (ours != 0 && size > ours) {
+      return ::babelqueue::detail::message_too_large(address, size, "this transport", static_cast<std::size_t>(ours),
+                                                     options_.max_message_size_setting);
+    }
+    return std::nullopt;
   }
 
   void fail_pending(SenderState& state, const ErrorInfo& error) {

@@ -52,6 +52,7 @@ Result<std::unique_ptr<Transport>> Transport::open(Options options) {
   c.idle_timeout = options.idle_timeout;
   c.reconnect = options.reconnect;
   c.credit_window = options.credit;
+  c.max_message_size = options.max_message_size;
   // Anycast: without it an address created on first attach is multicast and
   // a message sent before any receiver exists is dropped.
   c.terminus_capabilities = {"queue"};
@@ -82,6 +83,7 @@ Result<Transport::Options> Transport::options_from_url(const Url& url) {
   options.password = url.password;
   UrlOptionReader read(url);
   read.integer("credit", options.credit, 1, 100000);
+  read.integer("max_message_size", options.max_message_size, 0, std::numeric_limits<std::int64_t>::max());
   read.duration("connect_timeout", options.connect_timeout,
                 {.min = std::chrono::milliseconds(1), .max = std::chrono::hours(1)});
   read.duration("publish_timeout", options.publish_timeout,

@@ -110,6 +110,7 @@ Result<amqp10::ConnectionOptions> connection_options(const Transport::Options& o
   c.idle_timeout = options.idle_timeout;
   c.reconnect = options.reconnect;
   c.credit_window = options.prefetch;
+  c.max_message_size = options.max_message_size;
   c.receiver_settles_second = true;  // PeekLock: the service confirms each settlement
   c.log = options.log;
 

@@ -12,6 +12,7 @@
 #include <babelqueue/url_options.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -119,6 +120,7 @@ Result<Transport::Options> Transport::options_from_url(const Url& url) {
   read.duration("lock_duration", options.lock_duration,
                 {.min = std::chrono::milliseconds(1000), .max = std::chrono::minutes(5)});
   read.integer("prefetch", options.prefetch, 1, 5000);
+  read.integer("max_message_size", options.max_message_size, 0, std::numeric_limits<std::int64_t>::max());
   read.duration("token_lifetime", options.token_lifetime,
                 {.min = std::chrono::minutes(1), .max = std::chrono::hours(24 * 7)});
   read.duration("connect_timeout", options.connect_timeout,

@@ -430,3 +430,32 @@ TEST(ArtemisErrors, TlsWorksWithTheCaAndANameMismatchIsRefused) {
 }
 
 }  // namespace
+
+// Artemis announces no message size limit (it pages large messages to disk):
+// a 4 MiB message goes through. A limit of the transport's own refuses a
+// larger message before it is sent, naming both sizes, and the link stays
+// usable.
+TEST_F(ArtemisIntegration, AMessageAboveTheTransportsSizeLimitIsRefusedUnsent) {
+  const std::string q = bq::testing::unique_queue("big");
+  const std::string large(4 * 1024 * 1024, 'x');
+  ASSERT_TRUE(transport_->publish(q, large));
+  auto got = receive_all(q, 1, 20s);
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(got[0].body.size(), large.size());
+  EXPECT_TRUE(transport_->ack(got[0]));
+
+  auto limited = open("max_message_size=1000");
+  ASSERT_TRUE(limited);
+  auto refused = limited->publish(q, std::string(1001, 'x'));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), bq::Errc::invalid_argument);
+  EXPECT_NE(refused.error().message().find("bytes; this transport takes at most 1000 bytes (max_message_size)"),
+            std::string::npos)
+      << refused.error().message();
+  ASSERT_TRUE(limited->publish(q, "small"));
+  got = receive_all(q, 1);
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(got[0].body, "small");
+  EXPECT_TRUE(transport_->ack(got[0]));
+  limited->close();
+}

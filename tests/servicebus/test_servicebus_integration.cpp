@@ -414,3 +414,38 @@ TEST(ServiceBusErrors, AnUnreachableNamespaceIsAConnectionError) {
 }
 
 }  // namespace
+
+// The service announces its message size limit on the link (256 KiB on the
+// Standard tier, as the test server does): a larger message is refused
+// before it is sent, naming both sizes, and the link stays usable; in a
+// batch the others are published. A lower limit of the transport's own
+// holds too.
+TEST_F(ServiceBusIntegration, AMessageAboveTheSizeLimitIsRefusedUnsentNamingBothSizes) {
+  const std::string queue = bq::testing::unique_queue("big");
+  const std::string big(300 * 1024, 'x');
+  auto refused = transport_->publish(queue, big);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), bq::Errc::invalid_argument);
+  EXPECT_NE(refused.error().message().find("the broker takes at most 262144 bytes (the link's max-message-size)"),
+            std::string::npos)
+      << refused.error().message();
+
+  std::vector<bq::OutgoingMessage> batch(3);
+  for (auto& message : batch) message.queue = queue;
+  batch[0].body = fixture("order-created.json");
+  batch[1].body = big;
+  batch[2].body = fixture("order-created.json");
+  ASSERT_FALSE(transport_->publish_batch(batch));
+  auto got = receive_n(*transport_, queue, 3, 3s);
+  EXPECT_EQ(got.size(), 2U);
+  for (const auto& d : got) EXPECT_TRUE(transport_->ack(d));
+
+  auto limited = open("max_message_size=1000");
+  ASSERT_TRUE(limited);
+  auto own = limited->publish(queue, std::string(1001, 'x'));
+  ASSERT_FALSE(own);
+  EXPECT_NE(own.error().message().find("bytes; this transport takes at most 1000 bytes (max_message_size)"),
+            std::string::npos)
+      << own.error().message();
+  limited->close(2s);
+}

@@ -8,6 +8,8 @@
 // PLAIN. Options (url_options.hpp: unknown ones are errors; durations are
 // 250ms, 5s, 2m or a bare number of seconds):
 //   credit=N                  messages the broker may push ahead per queue (default 1000; 1..100000)
+//   max_message_size=BYTES    the largest encoded message a publish sends (default 0: only
+//                             the broker's limit, when its link announces one)
 //   connect_timeout=DURATION  opening the connection (default 10s)
 //   publish_timeout=DURATION  waiting for the broker to accept a publish (default 30s)
 //   idle_timeout=DURATION     AMQP heartbeat (default 30s)
@@ -80,6 +82,11 @@ class Transport final : public babelqueue::Transport {
     TlsOptions tls;                  ///< enabled: artemis+ssl://
     /// Messages the broker may push ahead of receive() per queue.
     std::uint32_t credit = 1000;
+    /// The largest message a publish sends, encoded as it goes on the wire:
+    /// a larger one fails with Errc::invalid_argument naming both sizes,
+    /// unsent. 0: no limit of the transport's; a broker that announces a
+    /// max-message-size on the link is held to that either way.
+    std::size_t max_message_size = 0;
     std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};  ///< opening the connection
     std::chrono::milliseconds publish_timeout{
         std::chrono::seconds(30)};                                     ///< waiting for the broker to accept a publish

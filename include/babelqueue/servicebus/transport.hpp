@@ -24,6 +24,9 @@
 //                             queue (default 20; 1..5000). Each lock runs from the moment
 //                             the message is sent, so keep prefetch x handling time well
 //                             inside the lock duration
+//   max_message_size=BYTES    the largest encoded message a publish sends (default 0: the
+//                             service's own limit, which its links announce: 256 KiB on the
+//                             Standard tier)
 //   token_lifetime=DURATION   lifetime of the SAS tokens the transport signs (default 1h); a
 //                             fresh one is put on $cbs after 80% of it
 //   connect_timeout=DURATION  opening the connection (default 10s)
@@ -132,6 +135,12 @@ class Transport final : public babelqueue::Transport {
     /// The queues' LockDuration: the lease within which the runtime renews a long handler's lock.
     std::chrono::milliseconds lock_duration{std::chrono::seconds(30)};
     std::uint32_t prefetch = 20;  ///< messages the service may lock and send ahead of receive(), per queue
+    /// The largest message a publish sends, encoded as it goes on the wire:
+    /// a larger one fails with Errc::invalid_argument naming both sizes,
+    /// unsent. 0: no limit of the transport's; the service announces its
+    /// own (max-message-size on the link: 256 KiB on the Standard tier, up to
+    /// 100 MiB on Premium), which holds either way.
+    std::size_t max_message_size = 0;
     std::chrono::seconds token_lifetime{std::chrono::hours(1)};           ///< of the SAS tokens the transport signs
     std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};  ///< opening the connection
     /// Waiting for the service to confirm a send, a settlement or a lock renewal.
