@@ -2,7 +2,9 @@
 #include <babelqueue/redrive.hpp>
 #include <babelqueue/uuid.hpp>
 
+#include <algorithm>
 #include <deque>
+#include <string>
 
 namespace babelqueue {
 
@@ -53,9 +55,20 @@ Result<RedriveResult> redrive(Transport& transport, std::string_view dead_letter
     deliveries.pop_front();
     RedriveItem item;
     item.from = std::string(dead_letter_queue);
-    auto env = Envelope::decode(d.body);
-    if (!env || !accepts(*env)) {
-      restore(d, item, "not a readable envelope");
+    // A dead-letter copy carries its block on top of the original body, so
+    // a body near the decode size limit is over it in the dead-letter queue:
+    // read it whatever its size, and hold the redriven body (the block
+    // removed) to the limit a consumer applies.
+    DecodeOptions limits;
+    limits.max_bytes = std::max(limits.max_bytes, d.body.size());
+    auto env = Envelope::decode(d.body, limits);
+    if (!env) {
+      restore(d, item, "not a readable envelope (" + env.error().message() + ")");
+      result.items.push_back(std::move(item));
+      continue;
+    }
+    if (auto verdict = accepts(*env); !verdict) {
+      restore(d, item, "not a readable envelope (" + std::string(to_string(*verdict.reason())) + ")");
       result.items.push_back(std::move(item));
       continue;
     }
@@ -79,6 +92,14 @@ Result<RedriveResult> redrive(Transport& transport, std::string_view dead_letter
       restore(d, item, "no target queue");
     } else {
       auto body = env->encode_redriven();
+      if (body && body->size() > DecodeOptions{}.max_bytes) {
+        restore(d, item,
+                "too large to redrive: " + std::to_string(body->size()) + " bytes, above the " +
+                    std::to_string(DecodeOptions{}.max_bytes) +
+                    "-byte limit of a consumer's decode (it would be poison)");
+        result.items.push_back(std::move(item));
+        continue;
+      }
       PublishOptions publish;
       publish.headers = d.headers;
       publish.headers.erase(std::string(kDeadLetterReasonHeader));

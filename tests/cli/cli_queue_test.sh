@@ -120,10 +120,10 @@ check "redrive --dry-run summary" "redriven 0, skipped 3" "$(printf '%s\n' "$out
 check "redrive --dry-run moves nothing" '{"queue":"orders.dlq","ready":3,"reserved":0,"delayed":0}' \
   "$("$bq" --url "$url" stats orders.dlq --json)"
 if command -v python3 >/dev/null; then
-  check "redrive --dry-run --json" "0 3 ['dry run', 'dry run', 'not a readable envelope'] [False, False, False] None" \
+  check "redrive --dry-run --json" "0 3 ['dry run', 'dry run', 'not a readable envelope (invalid_json)'] [False, False, False] None" \
     "$("$bq" --url "$url" redrive orders.dlq --dry-run --wait 0.2 --json | python3 -c 'import json, sys
 r = json.loads(sys.stdin.read())
-print(r["redriven"], r["skipped"], sorted(i["note"] for i in r["items"]), [i["redriven"] for i in r["items"]], r["error"])')"
+print(r["redriven"], r["skipped"], sorted(i["note"].split(":")[0] + (")" if ":" in i["note"] else "") for i in r["items"]), [i["redriven"] for i in r["items"]], r["error"])')"
 fi
 out=$("$bq" --url "$url" redrive orders.dlq --max 1 --to elsewhere --wait 0.2)
 check "redrive --max --to exit" 0 $?
@@ -133,7 +133,7 @@ check "redrive item line" 0 $?
 out=$("$bq" redrive orders.dlq --url "$url" --wait 0.2)
 check "redrive exit" 0 $?
 contains "redrive moves it back to its original queue" " urn:y -> orders" "$out"
-contains "redrive skips poison" "skipped - not a readable envelope" "$out"
+contains "redrive skips poison, saying why" "skipped - not a readable envelope (invalid_json: " "$out"
 check "redrive summary" "redriven 1, skipped 1" "$(printf '%s\n' "$out" | tail -1)"
 back=$("$bq" --url "$url" drain orders --wait 0.2)
 check "the redriven message: attempts 0, no dead_letter block" \

@@ -200,6 +200,59 @@ TEST(TypeLimits, RedriveOfTheLargestAttemptsStartsAgainAtZero) {
   EXPECT_EQ(bq::Envelope::decode(back->front().body).value().attempts(), 0);
 }
 
+// A body just under the decode size limit fails and is dead-lettered: its
+// dead-letter copy (the body plus the block) is over the limit, and redrive
+// still reads it and puts the original back, which a consumer decodes. A
+// dead letter whose body without the block is over the limit stays, saying
+// why.
+TEST(TypeLimits, ADeadLetterOverTheDecodeLimitRedrivesWhenItsOriginalFits) {
+  const std::size_t limit = bq::DecodeOptions{}.max_bytes;
+  bq::memory::Transport transport;
+  std::string body = body_with_attempts(0);
+  const std::string pad(limit - body.size() - 200, 'x');
+  bq::MakeOptions make;
+  make.queue = "orders";
+  body = bq::Envelope::make("urn:a", bq::Object{{"pad", pad}}, make).value().body();
+  ASSERT_LT(body.size(), limit);
+  ASSERT_TRUE(transport.publish("orders", body));
+  bq::Worker worker(transport, dead_lettering());
+  worker.handle("urn:a", [](const bq::Message&) -> bq::Result<void> {
+    return bq::unexpected(bq::Errc::io, std::string(400, 'e'));  // a long error: the block outgrows the margin
+  });
+  ASSERT_TRUE(worker.drain("orders"));
+  auto dead = transport.peek("orders.dlq", 1);
+  ASSERT_TRUE(dead);
+  ASSERT_EQ(dead->size(), 1U);
+  ASSERT_GT(dead->front().body.size(), limit) << "the dead-letter copy should be over the limit";
+
+  bq::RedriveOptions redrive;
+  redrive.wait = 100ms;
+  auto report = bq::redrive(transport, "orders.dlq", redrive);
+  ASSERT_TRUE(report) << report.error().message();
+  EXPECT_EQ(report->redriven, 1U);
+  auto back = transport.receive("orders", 1, 200ms);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->size(), 1U);
+  auto decoded = bq::Envelope::decode(back->front().body);
+  ASSERT_TRUE(decoded) << decoded.error().message();
+  EXPECT_FALSE(decoded->has_dead_letter());
+
+  // An original over the limit (made by a producer without one): it stays.
+  const std::string too_big(
+      bq::Envelope::make("urn:a", bq::Object{{"pad", std::string(limit, 'x')}}, make).value().body());
+  auto original = bq::Envelope::decode(too_big, bq::DecodeOptions{.max_bytes = too_big.size()});
+  ASSERT_TRUE(original);
+  ASSERT_TRUE(transport.publish(
+      "orders.dlq",
+      original->encode_dead_letter(bq::DeadLetter::make(bq::DeadLetterReason::failed, "orders", 3)).value()));
+  report = bq::redrive(transport, "orders.dlq", redrive);
+  ASSERT_TRUE(report) << report.error().message();
+  EXPECT_EQ(report->redriven, 0U);
+  ASSERT_EQ(report->items.size(), 1U);
+  EXPECT_NE(report->items[0].note.find("too large to redrive"), std::string::npos) << report->items[0].note;
+  EXPECT_EQ(transport.peek("orders.dlq", 1)->size(), 1U);
+}
+
 // Delays of "never" on the transports with native delay and no limit of
 // their own: the message waits (delayed), nothing overflows.
 TEST(TypeLimits, DelaysOfForeverWaitOnEveryTransportWithoutOverflow) {
