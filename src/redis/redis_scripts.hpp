@@ -24,8 +24,13 @@ inline constexpr std::size_t kTokenLength = 32;
 // the end of Q (the client asks for it at least every 100 ms per queue, and
 // whenever the previous claim found nothing). Then pops up to max elements
 // and leases each as base..%08x(i)..':'..element.
-// Returns {0, element...}, or {ms until the next due time or -1} when nothing
-// was popped, so a waiting receive knows when to look again.
+// ARGV[6]: the horizon in ms (default an hour).
+// Returns {0, element...}, or {ms until the next due time within the horizon,
+// or -1} when nothing was popped, so a waiting receive knows when to look
+// again. The due time is found by counting (ZCOUNT, a binary search over the
+// horizon), never by reading a member: a member holds its whole element, and
+// copying a 64 MB one on every empty claim made each take longer than a
+// command timeout.
 inline constexpr std::string_view kClaimScript = R"lua(
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -52,12 +57,16 @@ if popped then
   redis.call('ZADD', KEYS[2], unpack(leases))
   return out
 end
+local horizon = tonumber(ARGV[6] or '3600000')
 local next_due = -1
 for _, key in ipairs({KEYS[3], KEYS[2]}) do
-  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if first[2] then
-    local wait = math.max(0, tonumber(first[2]) - now)
-    if next_due < 0 or wait < next_due then next_due = wait end
+  if redis.call('ZCOUNT', key, '-inf', now + horizon) > 0 then
+    local low, high = 0, horizon
+    while low < high do
+      local middle = math.floor((low + high) / 2)
+      if redis.call('ZCOUNT', key, '-inf', now + middle) > 0 then high = middle else low = middle + 1 end
+    end
+    if next_due < 0 or low < next_due then next_due = low end
   end
 end
 return {next_due}

@@ -42,6 +42,8 @@ constexpr std::size_t kBatchChunk = 1000;
 // How often a busy queue's claims also move due delayed messages and expired
 // leases back to the list.
 constexpr milliseconds kSweepInterval{100};
+// The most a claim may wait beyond command_timeout (claim_allowance()).
+constexpr milliseconds kMaxClaimAllowance{60'000};
 
 Unexpected<ErrorInfo> closed_error() { return unexpected(Errc::closed, "the Redis transport is closed"); }
 
@@ -324,6 +326,26 @@ class redis::Transport::State {
     return true;
   }
 
+  // What a claim on queue may take beyond command_timeout: a claim of big
+  // elements is slow on the server before its first byte comes back (Redis
+  // spent 1.4 s on one of 64 MiB here) and the client cannot know their size
+  // beforehand, so a claim that timed out after it was sent doubles the
+  // queue's allowance (from 1 s, at most kMaxClaimAllowance) for the claims
+  // after it. The element it may have taken comes back when its lease ends.
+  milliseconds claim_allowance(std::string_view queue) {
+    std::lock_guard lock(sweep_mutex_);
+    auto found = claim_allowance_.find(queue);
+    return found == claim_allowance_.end() ? milliseconds(0) : found->second;
+  }
+
+  milliseconds grow_claim_allowance(std::string_view queue) {
+    std::lock_guard lock(sweep_mutex_);
+    auto found = claim_allowance_.find(queue);
+    if (found == claim_allowance_.end()) found = claim_allowance_.emplace(std::string(queue), milliseconds(0)).first;
+    found->second = std::clamp(found->second * 2, milliseconds(1000), kMaxClaimAllowance);
+    return found->second;
+  }
+
   void close(milliseconds deadline) {
     std::vector<Pooled> idle;
     {
@@ -354,6 +376,7 @@ class redis::Transport::State {
   std::string last_connect_error_;     // guarded by mutex_
   std::mutex sweep_mutex_;
   std::map<std::string, Clock::time_point, std::less<>> last_sweep_;  // per queue; guarded by sweep_mutex_
+  std::map<std::string, milliseconds, std::less<>> claim_allowance_;  // per queue; guarded by sweep_mutex_
 };
 
 namespace {
@@ -552,9 +575,23 @@ Result<std::vector<Delivery>> redis::Transport::receive(std::string_view queue, 
     const bool sweep = state_->sweep_due(queue, swept_nothing);
     // Before the script runs, so the lease it grants ends no earlier.
     const auto lease_deadline = Clock::now() + options.visibility_timeout;
+    // Looking further ahead than the wait left is of no use.
+    const auto left =
+        std::max<std::int64_t>(0, std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count());
+    const std::string horizon = std::to_string(std::min<std::int64_t>(left, 3'600'000));
     auto claimed = state_->eval(**lease, claim_script(), {queue, leases, delayed},
-                                {count, visibility, base, kMoveLimit, sweep ? "1" : "0"}, options.command_timeout);
-    if (!claimed) return unexpected(claimed.error());
+                                {count, visibility, base, kMoveLimit, sweep ? "1" : "0", horizon},
+                                options.command_timeout + state_->claim_allowance(queue));
+    if (!claimed) {
+      if (claimed.error().code() == Errc::outcome_unknown) {
+        const milliseconds allowance = state_->grow_claim_allowance(queue);
+        return unexpected(
+            claimed.error().with_message(claimed.error().message() + "; a claim of big messages is slow: claims on " +
+                                         std::string(queue) + " now wait " + std::to_string(allowance.count()) +
+                                         " ms more, and a message this one took comes back when its lease ends"));
+      }
+      return unexpected(claimed.error());
+    }
     if (claimed->is_error()) return unexpected(refused("a receive", queue, *claimed));
     const auto& elements = claimed->elements;
     if (claimed->type != Reply::Type::array || elements.empty() || elements[0].type != Reply::Type::integer) {

@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -357,6 +358,36 @@ TEST(RedisTransportLimits, APublishAboveTheLimitFailsNamingBothSizes) {
   EXPECT_NE(batched.error().message().find("message 1 of the batch"), std::string::npos) << batched.error().message();
   bq::redis_test::Raw raw;
   EXPECT_EQ(raw.run({"LLEN", queue}), std::vector<std::string>{"1"});
+  raw.run({"DEL", queue});
+}
+
+// A big element is slow to claim on the server (its bytes are copied into
+// the lease before the first byte of the reply comes back), longer than a
+// short command timeout: a receive that timed out after the claim was sent
+// grows the queue's allowance, the element comes back when its lease ends,
+// and a later receive takes it. Before, every claim of it timed out, for ever.
+TEST(RedisTransportLimits, ABigElementSlowerToClaimThanTheCommandTimeoutIsReceived) {
+  auto transport =
+      open_or_die(with_param(with_param(bq::redis_test::plain_url(), "command_timeout=5ms"), "visibility_timeout=2"));
+  const std::string queue = fresh_queue("slowclaim");
+  const std::string big(24 * 1024 * 1024, 'x');
+  ASSERT_TRUE(transport->publish(queue, big));
+  std::optional<bq::Delivery> got;
+  int failures = 0;
+  for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+       !got && std::chrono::steady_clock::now() < deadline;) {
+    auto received = transport->receive(queue, 1, std::chrono::milliseconds(500));
+    if (!received) {
+      ++failures;
+      EXPECT_EQ(received.error().code(), bq::Errc::outcome_unknown) << received.error().message();
+      continue;
+    }
+    if (!received->empty()) got = std::move(received->front());
+  }
+  ASSERT_TRUE(got) << "never received after " << failures << " failed receives";
+  EXPECT_EQ(got->body.size(), big.size());
+  EXPECT_TRUE(transport->ack(*got));
+  bq::redis_test::Raw raw;
   raw.run({"DEL", queue});
 }
 
