@@ -57,6 +57,15 @@ class BatchAck : public testing::Test {
     EXPECT_EQ(stats.reserved, 0) << "an ack was never sent";
   }
 
+  // Until `count` ack_batch() calls wait for release_ack_batches() (5 s at
+  // most).
+  void wait_until_held(std::size_t count) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (batching_.ack_batches_held() < count && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(2ms);
+    }
+  }
+
   static std::size_t total(const std::vector<std::size_t>& sizes) {
     return std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
   }
@@ -169,10 +178,7 @@ TEST_F(BatchAck, AHandlerGoesOnWhileABatchIsSettledAndWaitsTwoBatchesAhead) {
   publish(worker, 60);
   std::size_t processed = 0;
   std::thread runner([&] { processed = worker.drain("orders").value(); });
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (batching_.ack_batches_held() < 2 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(2ms);
-  }
+  wait_until_held(2);
   EXPECT_EQ(batching_.ack_batches_held(), 2U) << "the flusher's batch and the handler's own";
   // 30, or 20 when the handler filled the second batch before the flusher
   // took the first (it then sends the first, the flusher the second).
@@ -200,10 +206,7 @@ TEST_F(BatchAck, StopWhileBatchesWaitForTheBrokerSendsEveryPendingAck) {
   worker.handle("urn:a", [&](const bq::Message&) { ++handled; });
   publish(worker, 60);
   std::thread runner([&] { EXPECT_TRUE(worker.run({"orders"})); });
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (batching_.ack_batches_held() < 2 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(2ms);
-  }
+  wait_until_held(2);
   worker.stop();
   std::this_thread::sleep_for(20ms);
   batching_.release_ack_batches();
