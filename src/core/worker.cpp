@@ -948,7 +948,7 @@ class Worker::Impl {
   // batch ack waits for the broker: every Service Bus ack is confirmed, an
   // SQS batch is an HTTP round trip). Only when the flusher is still busy
   // and a second full batch has gathered behind the first does the handler
-  // that filled it send the older one itself and wait: at most two batches
+  // that filled it send the older one itself and wait: fewer than two batches
   // pending, and one in flight per handler plus the flusher's, however slow
   // the broker.
   bool ack_handled(Flight& flight) {
