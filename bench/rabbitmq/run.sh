@@ -8,10 +8,9 @@
 # (bench/with_machine.py; bench/regenerate_docs.py puts it in place).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-if [[ "${1:-}" == --markdown ]]; then
-  shift
-  exec python3 "$root/bench/with_machine.py" "$root/bench/rabbitmq/run.sh" "$@"
-fi
+# shellcheck source=../support/markdown_mode.sh
+source "$root/bench/support/markdown_mode.sh"
+markdown_mode "$root/bench/rabbitmq/run.sh" "$@"
 bench="$1"
 shift
 "$root/scripts/broker" status rabbitmq >/dev/null 2>&1 || "$root/scripts/broker" start rabbitmq >/dev/null

@@ -8,10 +8,9 @@
 # (bench/with_machine.py; bench/regenerate_docs.py puts it in place).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-if [[ "${1:-}" == --markdown ]]; then
-  shift
-  exec python3 "$root/bench/with_machine.py" "$root/bench/sqs/run.sh" "$@"
-fi
+# shellcheck source=../support/markdown_mode.sh
+source "$root/bench/support/markdown_mode.sh"
+markdown_mode "$root/bench/sqs/run.sh" "$@"
 bench="$1"
 shift
 export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-AKIDBABELQUEUETEST}"

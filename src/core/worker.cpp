@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <iterator>
 #include <limits>
 #include <list>
 #include <map>
@@ -102,7 +103,7 @@ constexpr std::size_t kDefaultPrefetch = 16;
 // On a transport that settles a batch in one round trip
 // (Capabilities::batch_ack), the acks of handled messages are gathered: a
 // full batch is sent at once (SQS's DeleteMessageBatch takes 10), a partial
-// one after WorkerOptions::ack_linger.
+// one after WorkerOptions::ack_linger (see ack_handled()).
 constexpr std::size_t kAckBatch = 10;
 
 Result<void> WorkerOptions::check() const {
@@ -942,38 +943,60 @@ class Worker::Impl {
   // The ack of a handled message: at once, or gathered into a batch where
   // the transport settles one in a round trip. False when the flight was
   // abandoned at the shutdown deadline.
+  //
+  // A full batch is the flusher's to send while the handler goes on (a
+  // batch ack waits for the broker: every Service Bus ack is confirmed, an
+  // SQS batch is an HTTP round trip). Only when the flusher is still busy
+  // and a second full batch has gathered behind the first does the handler
+  // that filled it send the older one itself and wait: fewer than two batches
+  // pending, and one in flight per handler plus the flusher's, however slow
+  // the broker.
   bool ack_handled(Flight& flight) {
     if (!batch_acks_) return ack(flight);
     if (!flight.claim()) return false;
-    std::vector<Delivery> full;
-    bool first = false;
+    std::vector<Delivery> mine;
+    bool wake = false;
     {
       std::lock_guard lock(acks_mutex_);
-      if (pending_acks_.empty()) {
-        first = true;
-        oldest_ack_ = std::chrono::steady_clock::now();
-      }
+      if (pending_acks_.empty()) oldest_ack_ = std::chrono::steady_clock::now();
       pending_acks_.push_back(flight.delivery);  // a copy: the lease thread may still read the flight's
-      if (pending_acks_.size() >= kAckBatch) full.swap(pending_acks_);
+      const std::size_t pending = pending_acks_.size();
+      wake = pending == 1 || pending == kAckBatch;  // the flusher's linger starts, or it can send now
+      if (pending >= 2 * kAckBatch) mine = take_ack_batch_locked();
     }
-    if (first) acks_changed_.notify_one();
-    // The handler thread that fills a batch sends it: handlers cannot run
-    // ahead of a slow broker by more than one batch each.
-    if (!full.empty()) send_acks(full);
+    if (wake) acks_changed_.notify_one();
+    if (!mine.empty()) send_acks(mine);
     return true;
   }
 
-  // Sends the acks that waited ack_linger_ without filling a batch; when the
-  // run ends (closing), whatever is left, then returns.
+  // The oldest kAckBatch pending acks (or all, when fewer). What stays
+  // lingers from now: a remainder is younger than what was taken.
+  std::vector<Delivery> take_ack_batch_locked() {
+    std::vector<Delivery> batch;
+    if (pending_acks_.size() <= kAckBatch) {
+      batch.swap(pending_acks_);
+      return batch;
+    }
+    const auto end = pending_acks_.begin() + static_cast<std::ptrdiff_t>(kAckBatch);
+    batch.assign(std::make_move_iterator(pending_acks_.begin()), std::make_move_iterator(end));
+    pending_acks_.erase(pending_acks_.begin(), end);
+    oldest_ack_ = std::chrono::steady_clock::now();
+    return batch;
+  }
+
+  // Sends each full batch as it gathers, and what waited ack_linger_
+  // without filling one; when the run ends (closing), whatever is left, a
+  // batch at a time, then returns.
   void ack_flush_loop() {
     std::unique_lock lock(acks_mutex_);
     for (;;) {
       acks_changed_.wait(lock, [&] { return acks_closing_ || !pending_acks_.empty(); });
       if (pending_acks_.empty()) return;  // closing, and nothing is left
-      acks_changed_.wait_until(lock, oldest_ack_ + ack_linger_, [&] { return acks_closing_ || pending_acks_.empty(); });
-      if (pending_acks_.empty()) continue;  // a handler filled the batch and sent it
-      std::vector<Delivery> batch;
-      batch.swap(pending_acks_);
+      acks_changed_.wait_until(lock, oldest_ack_ + ack_linger_, [&] {
+        return acks_closing_ || pending_acks_.empty() || pending_acks_.size() >= kAckBatch;
+      });
+      if (pending_acks_.empty()) continue;  // a handler took them
+      std::vector<Delivery> batch = take_ack_batch_locked();
       lock.unlock();
       send_acks(batch);
       lock.lock();
@@ -1087,7 +1110,7 @@ class Worker::Impl {
   bool batch_acks_ = false;
   std::chrono::milliseconds ack_linger_{0};
   std::mutex acks_mutex_;
-  std::condition_variable acks_changed_;  // the flusher: a first ack is pending, or the run ends
+  std::condition_variable acks_changed_;  // the flusher: a first ack or a full batch is pending, or the run ends
   std::vector<Delivery> pending_acks_;
   std::chrono::steady_clock::time_point oldest_ack_;
   bool acks_closing_ = false;

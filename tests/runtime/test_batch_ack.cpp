@@ -57,6 +57,15 @@ class BatchAck : public testing::Test {
     EXPECT_EQ(stats.reserved, 0) << "an ack was never sent";
   }
 
+  // Until `count` ack_batch() calls wait for release_ack_batches() (5 s at
+  // most).
+  void wait_until_held(std::size_t count) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (batching_.ack_batches_held() < count && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(2ms);
+    }
+  }
+
   static std::size_t total(const std::vector<std::size_t>& sizes) {
     return std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
   }
@@ -154,6 +163,61 @@ TEST_F(BatchAck, ManyHandlerThreadsAckEachMessageOnce) {
   EXPECT_EQ(total(batching_.ack_batches()), static_cast<std::size_t>(kCount));
   EXPECT_EQ(batching_.single_acks(), 0U);
   EXPECT_EQ(worker.metrics().snapshot().settle_errors, 0U);
+}
+
+// A slow broker (every ack_batch held): the only handler thread goes on
+// while the flusher's batch waits, and stops only when it has filled a
+// second batch behind the one pending, which it then sends itself: 20 or 30
+// messages handled, not 10 (the handler waiting for each of its batches),
+// nor all 60 (running ahead without bound).
+TEST_F(BatchAck, AHandlerGoesOnWhileABatchIsSettledAndWaitsTwoBatchesAhead) {
+  batching_.hold_ack_batches();
+  bq::Worker worker(batching_, lingering());
+  std::atomic<int> handled{0};
+  worker.handle("urn:a", [&](const bq::Message&) { ++handled; });
+  publish(worker, 60);
+  std::size_t processed = 0;
+  std::thread runner([&] { processed = worker.drain("orders").value(); });
+  wait_until_held(2);
+  EXPECT_EQ(batching_.ack_batches_held(), 2U) << "the flusher's batch and the handler's own";
+  // 30, or 20 when the handler filled the second batch before the flusher
+  // took the first (it then sends the first, the flusher the second).
+  const int reached = handled.load();
+  EXPECT_GE(reached, 20);
+  EXPECT_LE(reached, 30);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(handled.load(), reached) << "the handler ran ahead of the broker";
+  batching_.release_ack_batches();
+  runner.join();
+  EXPECT_EQ(processed, 60U);
+  expect_all_settled();
+  const auto batches = batching_.ack_batches();
+  EXPECT_EQ(total(batches), 60U);
+  for (std::size_t size : batches) EXPECT_LE(size, 10U);
+  EXPECT_EQ(worker.metrics().snapshot().settle_errors, 0U);
+}
+
+// stop() while batches wait for the broker: run() returns once every ack
+// pending or in flight was sent; the messages not started go back.
+TEST_F(BatchAck, StopWhileBatchesWaitForTheBrokerSendsEveryPendingAck) {
+  batching_.hold_ack_batches();
+  bq::Worker worker(batching_, lingering());
+  std::atomic<int> handled{0};
+  worker.handle("urn:a", [&](const bq::Message&) { ++handled; });
+  publish(worker, 60);
+  std::thread runner([&] { EXPECT_TRUE(worker.run({"orders"})); });
+  wait_until_held(2);
+  worker.stop();
+  std::this_thread::sleep_for(20ms);
+  batching_.release_ack_batches();
+  runner.join();
+  const auto n = static_cast<std::size_t>(handled.load());
+  EXPECT_GE(n, 20U);
+  EXPECT_EQ(total(batching_.ack_batches()), n);
+  auto stats = memory_.stats("orders").value();
+  EXPECT_EQ(stats.reserved, 0) << "an ack was never sent";
+  EXPECT_EQ(static_cast<std::size_t>(stats.ready), 60 - n);
+  EXPECT_EQ(worker.metrics().snapshot().succeeded, n);
 }
 
 TEST_F(BatchAck, RetriesAndDeadLettersAckTheOriginalAtOnce) {

@@ -12,8 +12,9 @@
 // that has none; its ack_batch() then settles through the wrapped
 // transport's ack(), one delivery at a time, and counts as one call here.
 // fail_in_next_ack_batch() makes one delivery of the next batch fail without
-// reaching the wrapped transport (which keeps it reserved). Everything else
-// is forwarded unchanged.
+// reaching the wrapped transport (which keeps it reserved).
+// hold_ack_batches() makes every ack_batch() wait (as for a slow broker)
+// until release_ack_batches(). Everything else is forwarded unchanged.
 //
 // Thread-safety: as thread-safe as the wrapped transport; the records have
 // their own mutex.
@@ -21,6 +22,7 @@
 
 #include <babelqueue/transport.hpp>
 
+#include <condition_variable>
 #include <cstddef>
 #include <mutex>
 #include <optional>
@@ -59,6 +61,23 @@ class RecordingTransport final : public Transport {
     batch_fault_ = Fault{index, code};
   }
 
+  void hold_ack_batches() {
+    const std::lock_guard lock(mutex_);
+    held_ = true;
+  }
+  void release_ack_batches() {
+    {
+      const std::lock_guard lock(mutex_);
+      held_ = false;
+    }
+    released_.notify_all();
+  }
+  // How many ack_batch() calls wait for release_ack_batches().
+  std::size_t ack_batches_held() const {
+    const std::lock_guard lock(mutex_);
+    return waiting_;
+  }
+
   Capabilities capabilities() const override {
     Capabilities caps = inner_.capabilities();
     if (batch_ack_) caps.batch_ack = true;
@@ -90,9 +109,12 @@ class RecordingTransport final : public Transport {
   Result<void> ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures) override {
     std::optional<Fault> fault;
     {
-      const std::lock_guard lock(mutex_);
+      std::unique_lock lock(mutex_);
       ack_batches_.push_back(deliveries.size());
       fault = std::exchange(batch_fault_, std::nullopt);
+      ++waiting_;
+      released_.wait(lock, [&] { return !held_; });
+      --waiting_;
     }
     const std::size_t before = failures.size();
     for (std::size_t i = 0; i < deliveries.size(); ++i) {
@@ -133,6 +155,9 @@ class RecordingTransport final : public Transport {
   std::size_t single_acks_ = 0;
   std::vector<std::size_t> ack_batches_;
   std::optional<Fault> batch_fault_;
+  bool held_ = false;
+  std::size_t waiting_ = 0;
+  std::condition_variable released_;
 };
 
 }  // namespace babelqueue::test_support
