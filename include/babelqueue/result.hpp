@@ -66,6 +66,12 @@ class [[nodiscard]] Result {
   Result(Unexpected<E> err) : state_(std::in_place_index<1>, std::move(err.error)) {}  // NOLINT
   ///@}
 
+  /// A result holding a T made in place from args: no move of the value,
+  /// for a function that builds a large value and returns the result by
+  /// name.
+  template <class... Args>
+  explicit Result(std::in_place_t, Args&&... args) : state_(std::in_place_index<0>, std::forward<Args>(args)...) {}
+
   /// Whether the result holds a value (not an error).
   ///@{
   bool has_value() const noexcept { return state_.index() == 0; }

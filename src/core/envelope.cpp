@@ -77,7 +77,6 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
   // Not value_or(now_epoch_ms()): that would read the clock even when a time is given.
   const std::int64_t created_at = options.created_at ? *options.created_at : now_epoch_ms();
 
-  Envelope env;
   // Written into a per-thread scratch buffer, then copied once at its exact
   // size: one allocation per envelope instead of a growing string's several.
   thread_local std::string scratch;
@@ -93,7 +92,7 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
   };
   // A string field's text is its token without the quotes, unless writing it
   // needed escapes: then an unescaped copy goes to the side buffer.
-  auto keep_text = [&](detail::Text& slot, const detail::Member& member, std::string_view text) {
+  auto keep_text = [](Envelope& env, detail::Text& slot, const detail::Member& member, std::string_view text) {
     if (member.value.size == text.size() + 2) {
       slot = detail::Text{{member.value.offset + 1, member.value.size - 2}, false, true};
       return;
@@ -140,6 +139,10 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
   out.put('0');
   const detail::Member attempts_member = record(attempts_begin);
   out.put('}');
+  // Nothing fails from here on: the envelope is made inside the result and
+  // returned by name, never moved.
+  Result<Envelope> made(std::in_place);
+  Envelope& env = *made;
   env.buffer_.assign(out.data(), out.size());
   env.body_size_ = out.size();
 
@@ -155,16 +158,16 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
   env.meta_[static_cast<std::size_t>(M::lang)] = *lang_member;
   env.meta_[static_cast<std::size_t>(M::schema_version)] = version_member;
   env.meta_[static_cast<std::size_t>(M::created_at)] = created_member;
-  keep_text(env.job_, *job_member, job);
-  keep_text(env.trace_id_, *trace_member, trace_id);
-  keep_text(env.id_, *id_member, id);
-  keep_text(env.queue_, *queue_member, options.queue);
-  keep_text(env.lang_, *lang_member, kSourceLang);
+  keep_text(env, env.job_, *job_member, job);
+  keep_text(env, env.trace_id_, *trace_member, trace_id);
+  keep_text(env, env.id_, *id_member, id);
+  keep_text(env, env.queue_, *queue_member, options.queue);
+  keep_text(env, env.lang_, *lang_member, kSourceLang);
   env.schema_version_ = {kSchemaVersion, true};
   env.created_at_ = {created_at, true};
   env.meta_is_object_ = true;
   env.data_is_object_ = true;
-  return env;
+  return made;
 }
 
 Result<Envelope> Envelope::make(std::string_view urn, const Value& data, const MakeOptions& options) {
