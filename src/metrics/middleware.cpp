@@ -2,6 +2,7 @@
 #include <babelqueue/error.hpp>
 #include <babelqueue/message.hpp>
 #include <babelqueue/metrics/middleware.hpp>
+#include <babelqueue/transport.hpp>
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -160,7 +161,9 @@ class Middleware::Impl {
         latency_(histogram("babelqueue_end_to_end_latency_seconds",
                            "From meta.created_at to the handler's end, for handled and failed messages")),
         publish_duration_(
-            histogram("babelqueue_publish_duration_seconds", "From a publish to the broker's confirmation")) {
+            histogram("babelqueue_publish_duration_seconds", "From a publish to the broker's confirmation")),
+        reconnects_(counter("babelqueue_reconnects_total",
+                            "Connections a transport re-established after losing them, by transport")) {
     if (options_.max_queues == 0 || options_.max_urns == 0) {
       throw Error(Errc::invalid_argument, "metrics::Options: max_queues and max_urns must be at least 1");
     }
@@ -253,6 +256,7 @@ class Middleware::Impl {
         case WorkerEventKind::dropped: delivery_urn_metrics(e.envelope, e.queue, e.urn).dropped->Increment(); return;
         case WorkerEventKind::released: queue_metrics(e.queue).released->Increment(); return;
         case WorkerEventKind::settle_error: queue_metrics(e.queue).settle_errors->Increment(); return;
+        case WorkerEventKind::reconnected: count_reconnects(e); return;
       }
     } catch (...) {
       // Out of memory while adding a label: the count is lost, the message is not.
@@ -294,6 +298,23 @@ class Middleware::Impl {
   static Recent& recent_urn() {
     thread_local Recent r;
     return r;
+  }
+
+  // A transport's total reconnects, as far as they are not counted yet:
+  // workers that share a transport each report its total. A lower total
+  // than the one seen is another transport at the same address (the first
+  // one was destroyed): all of it is new. Rare: under a mutex.
+  void count_reconnects(const WorkerEvent& e) {
+    if (e.transport == nullptr) return;
+    const std::string_view name = e.transport->connection_stats().transport;
+    const auto total = static_cast<std::uint64_t>(e.count);
+    std::lock_guard lock(reconnects_mutex_);
+    std::uint64_t& seen = reconnects_seen_[e.transport];
+    const std::uint64_t added = total >= seen ? total - seen : total;
+    seen = total;
+    if (added == 0) return;
+    reconnects_.Add({{"transport", name.empty() ? std::string("unknown") : std::string(name)}})
+        .Increment(static_cast<double>(added));
   }
 
   // The delivery a handler thread is processing, between its started and
@@ -435,6 +456,9 @@ class Middleware::Impl {
   prometheus::Family<prometheus::Histogram>& handler_duration_;
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Family<prometheus::Histogram>& publish_duration_;
+  prometheus::Family<prometheus::Counter>& reconnects_;
+  std::mutex reconnects_mutex_;
+  std::unordered_map<const Transport*, std::uint64_t> reconnects_seen_;  // guarded by reconnects_mutex_
 
   std::shared_mutex mutex_;
   // Every raw name seen maps to the metrics of its (bounded) label; the
