@@ -180,6 +180,15 @@ struct QueueStats {
   std::int64_t delayed = -1;   ///< published with a delay that has not passed
 };
 
+/// What a transport's connections went through (Transport::connection_stats()).
+struct ConnectionStats {
+  /// The transport's name ("redis", "rabbitmq", ...): the label its counts
+  /// go under. Empty where the transport reports nothing.
+  std::string_view transport;
+  /// Connections re-established after one was lost, since it was opened.
+  std::uint64_t reconnects = 0;
+};
+
 /// The narrow interface every broker binding implements: it moves bytes, the
 /// Worker owns the semantics (this header's opening comment gives the
 /// delivery model, the errors every transport reports alike, and the
@@ -261,6 +270,12 @@ class Transport {
   /// means none is ready now. Errc::unsupported, with the reason, where the
   /// broker can only show a message by delivering it (the default).
   virtual Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max);
+
+  /// Its connections' counts, for monitoring: a Worker hands a change to its
+  /// middleware (WorkerEventKind::reconnected). Cheap and thread-safe: the
+  /// Worker asks after every receive. The default reports nothing (a
+  /// transport without connections of its own to lose).
+  virtual ConnectionStats connection_stats() const noexcept;
 
   /// Stops background work and closes connections, waiting at most deadline
   /// for in-flight broker operations. Reserved, unsettled deliveries are left

@@ -9,7 +9,8 @@
 // then either started ... finished around its processing by a handler
 // thread, with decoded once its URN is known and the outcomes of that
 // processing between them, or returned (released unstarted when a run
-// stops).
+// stops). Per transport: reconnected, when the receive loop sees that its
+// transport's reconnect count has grown.
 #pragma once
 
 #include <babelqueue/dead_letter.hpp>
@@ -21,12 +22,14 @@
 namespace babelqueue {
 
 class Envelope;
+class Transport;
 
 /// What happened to a delivery (the order is in the file comment). received
 /// and the outcomes, handled to settle_error, each go with the WorkerMetrics
 /// counter of the same name (handled with succeeded, settle_error with
 /// settle_errors); started, decoded, finished and returned have no counter:
-/// they say where a delivery is.
+/// they say where a delivery is. reconnected has none either: it carries the
+/// transport's own total.
 enum class WorkerEventKind {
   received,       ///< count deliveries taken from the transport into the buffer (queue only)
   started,        ///< a handler thread took a delivery from the buffer
@@ -42,6 +45,9 @@ enum class WorkerEventKind {
   dropped,        ///< acked without being handled or dead-lettered, by choice
   released,       ///< handed back to the broker for redelivery
   settle_error,   ///< an ack, release or republish that failed
+  /// the transport re-established lost connections (transport; count is its
+  /// total since it was opened, Transport::connection_stats()); no queue
+  reconnected,
 };
 
 /// One thing a Worker did, handed to every Middleware::on_event() on the
@@ -52,8 +58,9 @@ struct WorkerEvent {
   std::string_view queue;                  ///< the queue the delivery came from
   std::string_view urn;                    ///< empty when not known
   const Envelope* envelope = nullptr;      ///< once decoded; null when not known (as urn)
-  std::size_t count = 1;                   ///< received, returned: how many
+  std::size_t count = 1;                   ///< received, returned: how many; reconnected: the total
   std::optional<DeadLetterReason> reason;  ///< dead_lettered: why
+  const Transport* transport = nullptr;    ///< reconnected: the transport
 };
 
 }  // namespace babelqueue

@@ -11,6 +11,7 @@
 #include <proton/message.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -383,6 +384,8 @@ class Client::Impl final : public proton::messaging_handler {
     return op->errors;
   }
 
+  std::uint64_t reopened() const noexcept { return reopened_.load(std::memory_order_relaxed); }
+
   bool connected() const {
     std::lock_guard lock(mutex_);
     return state_ == State::open;
@@ -428,7 +431,10 @@ class Client::Impl final : public proton::messaging_handler {
     state_ = State::open;
     attempt_ = 0;
     last_error_.reset();
-    if (reconnects_ > 0) log(LogLevel::info, "AMQP connection to " + endpoint() + " is back");
+    if (reconnects_ > 0) {
+      reopened_.fetch_add(1, std::memory_order_relaxed);
+      log(LogLevel::info, "AMQP connection to " + endpoint() + " is back");
+    }
     for (auto& [address, in] : inbound_) {
       if (in->open) opens_.push_back(in);
     }
@@ -1530,6 +1536,8 @@ class Client::Impl final : public proton::messaging_handler {
   bool first_attempt_failed_ = false;
   std::optional<ErrorInfo> last_error_;
   int reconnects_ = 0;
+  // Connections opened again after one was lost; read from any thread.
+  std::atomic<std::uint64_t> reopened_{0};
   bool drain_posted_ = false;
   std::map<std::string, std::shared_ptr<Inbound>, std::less<>> inbound_;
   std::vector<std::shared_ptr<SendOp>> sends_;
@@ -1660,6 +1668,8 @@ std::vector<std::optional<ErrorInfo>> Client::settle_confirmed(std::span<const s
                                                                std::chrono::milliseconds timeout) {
   return impl_->settle_confirmed(ids, outcome, timeout);
 }
+
+std::uint64_t Client::reconnects() const noexcept { return impl_->reopened(); }
 
 void EncodedMessages::append(const proton::message& message) {
   std::vector<char> encoded;

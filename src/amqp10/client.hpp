@@ -183,6 +183,9 @@ class Client {
   // True while the connection is open.
   bool connected() const;
 
+  // Connections opened again after one was lost, since connect().
+  std::uint64_t reconnects() const noexcept;
+
   // Releases buffered messages that nobody received (they go back without
   // counting a delivery), closes the connection, waiting at most deadline,
   // and stops the thread. Idempotent; the destructor calls it.

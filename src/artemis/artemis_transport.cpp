@@ -245,6 +245,8 @@ Result<std::vector<PeekedMessage>> Transport::peek(std::string_view queue, std::
   return out;
 }
 
+ConnectionStats Transport::connection_stats() const noexcept { return {"artemis", state_->client->reconnects()}; }
+
 void Transport::close(std::chrono::milliseconds deadline) {
   if (state_ && state_->client) state_->client->close(deadline);
 }

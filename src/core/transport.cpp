@@ -51,6 +51,8 @@ Result<void> Transport::dead_letter_natively(const Delivery& /*delivery*/, std::
 
 std::string Transport::dead_letter_queue(std::string_view queue) const { return std::string(queue) + ".dlq"; }
 
+ConnectionStats Transport::connection_stats() const noexcept { return {}; }
+
 Result<QueueStats> Transport::stats(std::string_view queue) {
   return unexpected(Errc::unsupported,
                     "this transport cannot count the messages of queue '" + std::string(queue) + "'");

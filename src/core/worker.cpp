@@ -336,6 +336,7 @@ class Worker::Impl {
       const std::string& queue = queues[next_queue];
       next_queue = (next_queue + 1) % queues.size();
       auto batch = transport_.receive(queue, room, wait);
+      if (!chain_.empty()) notice_reconnects();
       if (!batch) {
         if (!batch.error().retriable()) {
           log(LogLevel::error,
@@ -402,6 +403,18 @@ class Worker::Impl {
     }
     summary.reason = RunSummary::Reason::stopped;
     return std::nullopt;
+  }
+
+  // Tells the middleware when the transport's reconnect count grew (a
+  // receive is where a lost connection shows and is made again).
+  void notice_reconnects() {
+    const ConnectionStats stats = transport_.connection_stats();
+    if (stats.reconnects == reported_reconnects_) return;
+    reported_reconnects_ = stats.reconnects;
+    WorkerEvent e{WorkerEventKind::reconnected, {}};
+    e.count = static_cast<std::size_t>(stats.reconnects);
+    e.transport = &transport_;
+    note(e);
   }
 
   // The error run() ends with when receives kept failing past a bound.
@@ -1084,6 +1097,7 @@ class Worker::Impl {
 
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};
+  std::uint64_t reported_reconnects_ = 0;  // the receive loop's; what the middleware last heard
   std::atomic<bool> no_delay_warned_{false};
   // One mutex; three condition variables so that each event wakes only the
   // threads that wait for it (one shared variable woke every handler twice

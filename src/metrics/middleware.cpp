@@ -2,6 +2,7 @@
 #include <babelqueue/error.hpp>
 #include <babelqueue/message.hpp>
 #include <babelqueue/metrics/middleware.hpp>
+#include <babelqueue/transport.hpp>
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
@@ -86,6 +88,36 @@ struct StringHash {
 // built where a destroyed one was.
 std::atomic<std::uint64_t> next_instance{1};
 
+// Unix milliseconds at a moment of the steady clock, through the offset
+// between the two clocks, read again once a second: a handler's end is
+// already read on the steady clock, and a second clock read per message
+// would cost as much as the rest of the metrics. A step of the system clock
+// is seen within a second.
+class WallClock {
+ public:
+  std::int64_t unix_ms(std::chrono::steady_clock::time_point at) noexcept {
+    using std::chrono::nanoseconds;
+    const std::int64_t at_ns = std::chrono::duration_cast<nanoseconds>(at.time_since_epoch()).count();
+    const std::int64_t taken = taken_ns_.load(std::memory_order_acquire);
+    if (taken == kNever || at_ns - taken >= kRefreshNs) {
+      const auto wall = std::chrono::system_clock::now();
+      const auto steady = std::chrono::steady_clock::now();
+      const std::int64_t offset = std::chrono::duration_cast<nanoseconds>(wall.time_since_epoch()).count() -
+                                  std::chrono::duration_cast<nanoseconds>(steady.time_since_epoch()).count();
+      offset_ns_.store(offset, std::memory_order_relaxed);
+      taken_ns_.store(std::max<std::int64_t>(at_ns, kNever + 1), std::memory_order_release);
+      return (at_ns + offset) / 1'000'000;
+    }
+    return (at_ns + offset_ns_.load(std::memory_order_relaxed)) / 1'000'000;
+  }
+
+ private:
+  static constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::min();
+  static constexpr std::int64_t kRefreshNs = 1'000'000'000;
+  std::atomic<std::int64_t> taken_ns_{kNever};
+  std::atomic<std::int64_t> offset_ns_{0};
+};
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -129,7 +161,9 @@ class Middleware::Impl {
         latency_(histogram("babelqueue_end_to_end_latency_seconds",
                            "From meta.created_at to the handler's end, for handled and failed messages")),
         publish_duration_(
-            histogram("babelqueue_publish_duration_seconds", "From a publish to the broker's confirmation")) {
+            histogram("babelqueue_publish_duration_seconds", "From a publish to the broker's confirmation")),
+        reconnects_(counter("babelqueue_reconnects_total",
+                            "Connections a transport re-established after losing them, by transport")) {
     if (options_.max_queues == 0 || options_.max_urns == 0) {
       throw Error(Errc::invalid_argument, "metrics::Options: max_queues and max_urns must be at least 1");
     }
@@ -141,22 +175,21 @@ class Middleware::Impl {
   std::shared_ptr<prometheus::Registry> registry() const noexcept { return registry_; }
 
   Result<void> handle(const Message& message, const MessageHandler& next) {
-    UrnMetrics& m = urn_metrics(message.queue(), message.urn());
-    const auto start = std::chrono::steady_clock::now();
+    UrnMetrics& m = delivery_urn_metrics(&message.envelope(), message.queue(), message.urn());
     struct Done {
+      Impl& impl;
       UrnMetrics& m;
-      std::chrono::steady_clock::time_point start;
       std::optional<std::int64_t> created_at;
+      std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
       ~Done() {
-        m.handler_duration->Observe(seconds_since(start));
+        const auto end = std::chrono::steady_clock::now();
+        m.handler_duration->Observe(std::chrono::duration<double>(end - start).count());
         if (created_at) {
-          const auto now_ms =
-              std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-                  .count();
+          const std::int64_t now_ms = impl.wall_clock_.unix_ms(end);
           if (now_ms >= *created_at) m.latency->Observe(static_cast<double>(now_ms - *created_at) / 1000.0);
         }
       }
-    } done{m, start, message.envelope().created_at()};
+    } done{*this, m, message.envelope().created_at()};
     return next(message);
   }
 
@@ -184,26 +217,46 @@ class Middleware::Impl {
           QueueMetrics& q = queue_metrics(e.queue);
           q.prefetched->Decrement();
           q.in_flight->Increment();
+          Delivery& d = delivery();
+          d = Delivery{instance_, &q, nullptr, nullptr};
           return;
         }
-        case WorkerEventKind::finished: queue_metrics(e.queue).in_flight->Decrement(); return;
+        case WorkerEventKind::finished: {
+          Delivery& d = delivery();
+          QueueMetrics* q = d.owner == instance_ && d.queue != nullptr ? d.queue : &queue_metrics(e.queue);
+          d = Delivery{};
+          q->in_flight->Decrement();
+          return;
+        }
         case WorkerEventKind::returned:
           queue_metrics(e.queue).prefetched->Decrement(static_cast<double>(e.count));
           return;
-        case WorkerEventKind::decoded: urn_metrics(e.queue, e.urn).received->Increment(); return;
-        case WorkerEventKind::handled: urn_metrics(e.queue, e.urn).handled->Increment(); return;
-        case WorkerEventKind::failed: urn_metrics(e.queue, e.urn).failed->Increment(); return;
-        case WorkerEventKind::retried: urn_metrics(e.queue, e.urn).retried->Increment(); return;
+        case WorkerEventKind::decoded: {
+          UrnMetrics& m = urn_metrics(e.queue, e.urn);
+          Delivery& d = delivery();
+          if (d.owner == instance_ && e.envelope != nullptr) {
+            d.envelope = e.envelope;
+            d.urn = &m;
+          }
+          m.received->Increment();
+          return;
+        }
+        case WorkerEventKind::handled: delivery_urn_metrics(e.envelope, e.queue, e.urn).handled->Increment(); return;
+        case WorkerEventKind::failed: delivery_urn_metrics(e.envelope, e.queue, e.urn).failed->Increment(); return;
+        case WorkerEventKind::retried: delivery_urn_metrics(e.envelope, e.queue, e.urn).retried->Increment(); return;
         case WorkerEventKind::dead_lettered: {
           const auto reason = static_cast<std::size_t>(e.reason.value_or(DeadLetterReason::failed));
-          urn_metrics(e.queue, e.urn).dead_lettered.at(reason)->Increment();
+          delivery_urn_metrics(e.envelope, e.queue, e.urn).dead_lettered.at(reason)->Increment();
           return;
         }
         case WorkerEventKind::poison: queue_metrics(e.queue).poison->Increment(); return;
-        case WorkerEventKind::unknown_urn: urn_metrics(e.queue, e.urn).unknown_urn->Increment(); return;
-        case WorkerEventKind::dropped: urn_metrics(e.queue, e.urn).dropped->Increment(); return;
+        case WorkerEventKind::unknown_urn:
+          delivery_urn_metrics(e.envelope, e.queue, e.urn).unknown_urn->Increment();
+          return;
+        case WorkerEventKind::dropped: delivery_urn_metrics(e.envelope, e.queue, e.urn).dropped->Increment(); return;
         case WorkerEventKind::released: queue_metrics(e.queue).released->Increment(); return;
         case WorkerEventKind::settle_error: queue_metrics(e.queue).settle_errors->Increment(); return;
+        case WorkerEventKind::reconnected: count_reconnects(e); return;
       }
     } catch (...) {
       // Out of memory while adding a label: the count is lost, the message is not.
@@ -245,6 +298,45 @@ class Middleware::Impl {
   static Recent& recent_urn() {
     thread_local Recent r;
     return r;
+  }
+
+  // A transport's total reconnects, as far as they are not counted yet:
+  // workers that share a transport each report its total. A lower total
+  // than the one seen is another transport at the same address (the first
+  // one was destroyed): all of it is new. Rare: under a mutex.
+  void count_reconnects(const WorkerEvent& e) {
+    if (e.transport == nullptr) return;
+    const std::string_view name = e.transport->connection_stats().transport;
+    const auto total = static_cast<std::uint64_t>(e.count);
+    std::lock_guard lock(reconnects_mutex_);
+    std::uint64_t& seen = reconnects_seen_[e.transport];
+    const std::uint64_t added = total >= seen ? total - seen : total;
+    seen = total;
+    if (added == 0) return;
+    reconnects_.Add({{"transport", name.empty() ? std::string("unknown") : std::string(name)}})
+        .Increment(static_cast<double>(added));
+  }
+
+  // The delivery a handler thread is processing, between its started and
+  // finished events: its metrics, resolved once from its queue and URN, so
+  // the rest of its events and handle() find them by the address of its
+  // envelope (alive and unique while it is processed) instead of by label.
+  // Anything else (another thread, a nested worker, an envelope a middleware
+  // replaced) looks them up by name.
+  struct Delivery {
+    std::uint64_t owner = 0;  // the instance_ it belongs to; 0: none
+    QueueMetrics* queue = nullptr;
+    const Envelope* envelope = nullptr;
+    UrnMetrics* urn = nullptr;
+  };
+  static Delivery& delivery() {
+    thread_local Delivery d;
+    return d;
+  }
+  UrnMetrics& delivery_urn_metrics(const Envelope* envelope, std::string_view queue, std::string_view urn) {
+    const Delivery& d = delivery();
+    if (envelope != nullptr && d.owner == instance_ && d.envelope == envelope) return *d.urn;
+    return urn_metrics(queue, urn);
   }
 
   QueueMetrics& queue_metrics(std::string_view queue) {
@@ -344,6 +436,7 @@ class Middleware::Impl {
 
   const std::uint64_t instance_;
   Options options_;
+  WallClock wall_clock_;
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>& received_;
   prometheus::Family<prometheus::Counter>& handled_;
@@ -363,6 +456,9 @@ class Middleware::Impl {
   prometheus::Family<prometheus::Histogram>& handler_duration_;
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Family<prometheus::Histogram>& publish_duration_;
+  prometheus::Family<prometheus::Counter>& reconnects_;
+  std::mutex reconnects_mutex_;
+  std::unordered_map<const Transport*, std::uint64_t> reconnects_seen_;  // guarded by reconnects_mutex_
 
   std::shared_mutex mutex_;
   // Every raw name seen maps to the metrics of its (bounded) label; the

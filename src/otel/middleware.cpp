@@ -28,6 +28,23 @@ std::string_view header_of(const Headers& headers, std::string_view name) {
   return it == headers.end() ? std::string_view() : std::string_view(it->second);
 }
 
+// The synthetic parent of a delivery without a traceparent. Its span id (a
+// SHA-256) is computed only for a span that records: a span that does not
+// shows its parent's span id nowhere (its context, and so the traceparent
+// and the children it propagates to, carry the trace id and its own span
+// id). The sampler reads only the parent's validity and sampled flag, which
+// the stand-in shares with the synthetic id (never all zero), so it decides
+// as it would with the real one.
+SpanContext synthetic_parent_when_recorded(std::string_view trace_id, const Tracer& tracer) {
+  SpanContext parent;
+  parent.trace_id = trace_id_of(trace_id);
+  parent.sampled = true;
+  parent.remote = true;
+  parent.span_id.bytes.back() = 1;  // the stand-in
+  if (tracer.records(&parent, parent.trace_id)) parent.span_id = synthetic_span_id_of(trace_id);
+  return parent;
+}
+
 }  // namespace
 
 Middleware::Middleware(std::shared_ptr<const Tracer> tracer) : tracer_(std::move(tracer)) {
@@ -37,7 +54,7 @@ Middleware::Middleware(std::shared_ptr<const Tracer> tracer) : tracer_(std::move
 Result<void> Middleware::handle(const Message& message, const MessageHandler& next) {
   SpanStart start;
   start.parent = parse_traceparent(message.header(kTraceparentHeader), message.header(kTracestateHeader));
-  if (!start.parent) start.parent = synthetic_parent(message.trace_id());
+  if (!start.parent) start.parent = synthetic_parent_when_recorded(message.trace_id(), *tracer_);
   Span span = tracer_->start_span(SpanKind::consumer, start);
   if (span.recording()) {
     const Envelope& env = message.envelope();

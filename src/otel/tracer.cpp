@@ -84,7 +84,9 @@ void Span::set_error(std::string_view message, std::string_view exception_type) 
   data_->events.push_back(std::move(event));
 }
 
-void Span::end() noexcept { end(now_unix_nano()); }
+void Span::end() noexcept {
+  if (data_) end(now_unix_nano());  // no clock read for a span that records nothing
+}
 
 void Span::end(std::uint64_t end_unix_nano) noexcept {
   if (!data_) return;
@@ -121,6 +123,10 @@ Span Tracer::start_span(SpanKind kind, const SpanStart& start) const {
   span.data_->start_unix_nano = start.start_unix_nano != 0 ? start.start_unix_nano : now_unix_nano();
   span.sink_ = options_.sink;
   return span;
+}
+
+bool Tracer::records(const SpanContext* parent, const TraceId& trace_id) const noexcept {
+  return options_.sink != nullptr && options_.sampler.should_sample(parent, trace_id);
 }
 
 Span Tracer::start_span(std::string name, SpanKind kind, const SpanStart& start) const {

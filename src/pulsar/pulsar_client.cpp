@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -240,6 +241,8 @@ class Client::Impl {
         tick_(io_) {}
 
   ~Impl() { close(std::chrono::seconds(5)); }
+
+  std::uint64_t reconnects() const noexcept { return reconnects_.load(std::memory_order_relaxed); }
 
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -782,7 +785,10 @@ class Client::Impl {
     c->error = error;
     error_code ignored;
     c->stream.next_layer().close(ignored);
-    if (was_ready && !closed_) log(LogLevel::warning, error.message() + "; reconnecting");
+    if (was_ready && !closed_) {
+      lost_ready_ = true;
+      log(LogLevel::warning, error.message() + "; reconnecting");
+    }
     auto waiters = std::move(c->waiters);
     c->waiters.clear();
     auto requests = std::move(c->requests);
@@ -842,6 +848,7 @@ class Client::Impl {
     switch (cmd.type) {
       case CommandType::connected: {
         c->state = Conn::State::ready;
+        if (std::exchange(lost_ready_, false)) reconnects_.fetch_add(1, std::memory_order_relaxed);
         if (cmd.max_message_size && *cmd.max_message_size > 0) {
           c->max_message_size = static_cast<std::size_t>(*cmd.max_message_size);
           c->reader.set_max_frame_size(c->max_message_size + 10 * 1024);
@@ -1391,6 +1398,8 @@ class Client::Impl {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool closed_ = false;
+  bool lost_ready_ = false;                   // a ready connection was lost since the last one became ready
+  std::atomic<std::uint64_t> reconnects_{0};  // connections ready again after such a loss; read from any thread
   std::uint64_t next_id_ = 0;
   std::map<std::string, std::shared_ptr<Conn>> conns_;
   std::map<std::string, std::shared_ptr<Producer>> producers_;
@@ -1414,6 +1423,7 @@ Result<std::unique_ptr<Client>> Client::connect(ClientOptions options) {
 }
 
 const ClientOptions& Client::options() const noexcept { return impl_->options(); }
+std::uint64_t Client::reconnects() const noexcept { return impl_->reconnects(); }
 
 Result<void> Client::send(const std::string& topic, std::vector<OutMessage> messages, std::chrono::milliseconds timeout,
                           bool batch) {

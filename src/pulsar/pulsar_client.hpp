@@ -132,6 +132,9 @@ class Client {
   // The number of partitions of topic (0: not partitioned).
   Result<std::uint32_t> partitions(const std::string& topic);
 
+  // Connections ready again after a ready one was lost, since it was made.
+  std::uint64_t reconnects() const noexcept;
+
   // Closes consumers, producers and connections, waiting at most deadline,
   // and stops the I/O thread. Idempotent.
   void close(std::chrono::milliseconds deadline);

@@ -373,6 +373,7 @@ Result<QueueStats> rabbitmq::Transport::stats(std::string_view queue) { return s
 void rabbitmq::Transport::close(std::chrono::milliseconds deadline) { state_->stop(deadline); }
 
 std::uint64_t rabbitmq::Transport::reconnects() const noexcept { return state_->reconnects(); }
+ConnectionStats rabbitmq::Transport::connection_stats() const noexcept { return {"rabbitmq", reconnects()}; }
 
 namespace rabbitmq {
 

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <condition_variable>
 #include <cstdio>
@@ -207,6 +208,7 @@ class redis::Transport::State {
         const std::int64_t failures = std::exchange(connect_failures_, 0);
         const bool first = !connected_before_;
         const bool reconnected = std::exchange(reconnecting_, false);
+        if (reconnected) reconnects.fetch_add(1, std::memory_order_relaxed);
         connected_before_ = true;
         next_connect_ = {};
         if (closed_) {
@@ -258,6 +260,9 @@ class redis::Transport::State {
     }
     if (lost) log(LogLevel::warning, "redis: connection to " + endpoint.address() + " lost; reconnecting on demand");
   }
+
+  // Connections made again after one was lost or a connect failed.
+  std::atomic<std::uint64_t> reconnects{0};
 
   // Runs commands on one pooled connection, in one round trip.
   Result<std::vector<Reply>> execute(std::span<const Command> commands) {
@@ -457,6 +462,10 @@ Capabilities redis::Transport::capabilities() const {
   caps.lease = state_->options.visibility_timeout;
   caps.peek = true;  // LRANGE on the list
   return caps;
+}
+
+ConnectionStats redis::Transport::connection_stats() const noexcept {
+  return {"redis", state_->reconnects.load(std::memory_order_relaxed)};
 }
 
 Result<void> redis::Transport::publish(std::string_view queue, std::string_view body, const PublishOptions& options) {

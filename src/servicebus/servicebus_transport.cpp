@@ -297,6 +297,8 @@ Result<std::vector<PeekedMessage>> Transport::peek(std::string_view queue, std::
   return out;
 }
 
+ConnectionStats Transport::connection_stats() const noexcept { return {"servicebus", state_->client->reconnects()}; }
+
 void Transport::close(std::chrono::milliseconds deadline) {
   if (!state_) return;
   // The client first: a renewal waiting for its reply ends at once.

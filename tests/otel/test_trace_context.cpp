@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
+
 namespace otel = babelqueue::otel;
 
 namespace {
@@ -84,6 +87,48 @@ TEST(Traceparent, MalformedOnesAreIgnored) {
       "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-0z",
   };
   for (const char* h : bad) EXPECT_FALSE(otel::parse_traceparent(h)) << h;
+}
+
+// Every byte value in every digit of the ids, against a byte-at-a-time rule:
+// the ids are read eight digits at a time. A traceparent takes lowercase hex
+// only; a UUID trace_id either case (any other trace_id is hashed, so its
+// trace id then differs from the digits read as hex).
+TEST(Traceparent, EveryByteInEveryDigitAgreesWithTheDigitRule) {
+  const std::string good = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+  const auto lower_hex = [](int c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  const auto value = [](int c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
+  for (std::size_t at = 3; at < 52; ++at) {
+    if (at == 35) continue;  // the dash
+    for (int c = 0; c < 256; ++c) {
+      std::string text = good;
+      text[at] = static_cast<char>(c);
+      const auto parsed = otel::parse_traceparent(text);
+      ASSERT_EQ(parsed.has_value(), lower_hex(c)) << "byte " << c << " at " << at;
+      if (!parsed) continue;
+      EXPECT_EQ(parsed->trace_id.hex() + "-" + parsed->span_id.hex(), text.substr(3, 49)) << "byte " << c;
+    }
+  }
+  const std::string uuid = "7b3f9c2ae41d4f889b2a1c0d5e6f7a8b";
+  for (std::size_t at = 0; at < uuid.size(); ++at) {
+    for (int c = 0; c < 256; ++c) {
+      if (c == '-') continue;  // stripped: the trace_id is then 31 digits, hashed
+      std::string text = uuid;
+      text[at] = static_cast<char>(c);
+      const std::string got = otel::trace_id_of(text).hex();
+      if (lower_hex(c) || (c >= 'A' && c <= 'F')) {
+        std::string expected = uuid;
+        expected[at] = "0123456789abcdef"[value(c)];
+        EXPECT_EQ(got, expected) << "byte " << c << " at " << at;
+        continue;
+      }
+      // Hashed: no reading of the byte as a digit gives this trace id.
+      for (const char digit : std::string_view("0123456789abcdef")) {
+        std::string as_digit = uuid;
+        as_digit[at] = digit;
+        ASSERT_NE(got, as_digit) << "byte " << c << " at " << at;
+      }
+    }
+  }
 }
 
 TEST(Traceparent, AnUnreadableTracestateIsDroppedButTheParentStays) {

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace bq = babelqueue;
@@ -222,6 +223,31 @@ TEST(TracingMiddleware, UnsampledSpansAreNotRecordedButTheirContextTravels) {
   EXPECT_TRUE(s.recorder->spans().empty());
   ASSERT_TRUE(otel::parse_traceparent(seen));
   EXPECT_FALSE(otel::parse_traceparent(seen)->sampled);
+}
+
+// Without a header, an unsampled consumer span skips the synthetic parent's
+// hash, which only a recorded span shows: what it propagates is the same.
+TEST(TracingMiddleware, AnUnsampledSpanWithoutAHeaderPropagatesTheMappedTrace) {
+  Traced s(otel::Sampler::always_off());
+  std::optional<otel::SpanContext> current;
+  s.worker->handle("urn:a", [&](const bq::Message&) { current = otel::current_span_context(); });
+  s.publish_raw("order-42");
+  ASSERT_EQ(s.worker->drain().value(), 1U);
+  EXPECT_TRUE(s.recorder->spans().empty());
+  ASSERT_TRUE(current);
+  EXPECT_EQ(current->trace_id.hex(), "3bf8b157c4238eefe5ae4a66eca81c6b");
+  EXPECT_FALSE(current->sampled);
+  EXPECT_TRUE(current->span_id.valid());
+  EXPECT_NE(current->span_id.hex(), "b6e264bb68d2452d");  // its own, not the parent's
+  // A parent-based sampler follows the synthetic parent, which is sampled:
+  // that span records, with the parent's hashed id.
+  Traced parent_based(otel::Sampler::parent_based(otel::Sampler::always_off()));
+  parent_based.worker->handle("urn:a", [](const bq::Message&) {});
+  parent_based.publish_raw("order-42");
+  ASSERT_EQ(parent_based.worker->drain().value(), 1U);
+  const auto spans = parent_based.recorder->spans();
+  ASSERT_EQ(spans.size(), 1U);
+  EXPECT_EQ(spans[0].parent_span_id.hex(), "b6e264bb68d2452d");
 }
 
 TEST(TracingMiddleware, ACallersTraceparentIsTheProducersParent) {

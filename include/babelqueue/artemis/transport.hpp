@@ -131,6 +131,8 @@ class Transport final : public babelqueue::Transport {
   /// A receiver link with distribution-mode "copy", which Artemis serves with
   /// a queue browser: the messages stay, their delivery count unchanged.
   Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) override;
+  /// "artemis", and the AMQP connections opened again after one was lost.
+  ConnectionStats connection_stats() const noexcept override;
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
  private:

@@ -13,7 +13,7 @@
 // reason), poison, unknown-URN, dropped and released; settle errors; handler
 // duration and end-to-end latency (now - meta.created_at, when the handler
 // is done) histograms; in-flight and prefetched gauges; published messages,
-// bytes, errors and the publish confirm latency.
+// bytes, errors and the publish confirm latency; reconnects per transport.
 //
 // Labels are bounded: at most max_queues queue names and max_urns URNs get a
 // label value of their own; later ones are counted under "other".

@@ -116,6 +116,12 @@ class Tracer {
   Span start_span(std::string name, SpanKind kind, const SpanStart& start = {}) const;
   ///@}
 
+  /// Whether a span started with this parent (null or invalid: a root span
+  /// in trace_id) would record: its sampler samples it and there is a sink.
+  /// start_span decides the same way; a caller asks first to skip work only a
+  /// recording span needs.
+  bool records(const SpanContext* parent, const TraceId& trace_id) const noexcept;
+
   /// The options it was made with.
   const TracerOptions& options() const noexcept { return options_; }
 

@@ -116,6 +116,8 @@ class Transport final : public babelqueue::Transport {
   /// its mark-delete position to the topic's last message (see
   /// docs/transports/pulsar.md for what that includes).
   Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) override;
+  /// "pulsar", and the broker connections ready again after one was lost.
+  ConnectionStats connection_stats() const noexcept override;
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
  private:

@@ -147,6 +147,8 @@ class Transport final : public babelqueue::Transport {
 
   /// Reconnections since open (for tests and monitoring).
   std::uint64_t reconnects() const noexcept;
+  /// "rabbitmq", and reconnects().
+  ConnectionStats connection_stats() const noexcept override;
 
  private:
   class State;

@@ -134,6 +134,9 @@ class Transport final : public babelqueue::Transport {
   /// The head of the list (LRANGE), at most 1000 elements; delayed and
   /// reserved messages are not shown.
   Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) override;
+  /// "redis", and the connections made again after one was lost or a
+  /// connect failed.
+  ConnectionStats connection_stats() const noexcept override;
   /// Interrupts blocked receive() calls (they answer Errc::closed) and closes
   /// every connection. Leased messages come back after their lease.
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;

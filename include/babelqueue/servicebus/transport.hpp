@@ -199,6 +199,8 @@ class Transport final : public babelqueue::Transport {
   /// deferred messages are skipped; a message locked by a receiver is
   /// shown (the service keeps it in its place).
   Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) override;
+  /// "servicebus", and the AMQP connections opened again after one was lost.
+  ConnectionStats connection_stats() const noexcept override;
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 
   /// The service's own dead-letter sub-queue of queue: queue + "/$DeadLetterQueue".
