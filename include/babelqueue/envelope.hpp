@@ -178,6 +178,7 @@ class Envelope {
  private:
   friend class EnvelopeBuilder;
   friend class EnvelopeDecoder;
+  friend class EnvelopeTapeDecoder;
   friend Acceptance accepts(const Envelope& envelope) noexcept;
   using Span = detail::Span;
   using Member = detail::Member;

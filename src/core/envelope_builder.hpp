@@ -14,6 +14,9 @@ class EnvelopeBuilder {
  private:
   // One pass of the parser; decode() explains its invalid_json errors.
   static Result<Envelope, DecodeError> decode_once(std::string_view body, const DecodeOptions& options);
+  // The On-Demand pass over env's body (copied and padded): the exact
+  // verdict, with the typed reason of a failure.
+  static Result<Envelope, DecodeError> decode_on_demand(Envelope env, const DecodeOptions& options);
 };
 
 }  // namespace babelqueue

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// Envelope::decode: one strict pass of simdjson On-Demand over the body.
+// Envelope::decode. The body is first read by the DOM fast path
+// (envelope_decode_dom.cpp); when that declines, one strict pass of simdjson
+// On-Demand over the body decides and says why.
 //
 // The body is copied once into the envelope (with simdjson's padding); every
 // field is then a span of that copy. Values the SDK does not interpret (data,
 // unknown keys, dead_letter) are still walked to the end so that the whole body
 // is validated, not only the parts that are read.
 #include "envelope_builder.hpp"
+#include "envelope_decode_dom.hpp"
+#include "envelope_keys.hpp"
 #include "json_walk.hpp"
 #include "parser_pool.hpp"
 
@@ -20,21 +24,13 @@ namespace {
 
 namespace od = detail::od;
 
+using detail::index_of;
+using detail::is_forbidden_meta;
+using detail::is_forbidden_top;
+using detail::json_pointer;
+using detail::KeySet;
 using detail::kMetaKeyNames;
 using detail::kTopKeyNames;
-
-bool is_forbidden_top(std::string_view key) noexcept { return key == "timestamp"; }
-bool is_forbidden_meta(std::string_view key) noexcept {
-  return key == "max_retries" || key == "attempts" || key == "source" || key == "ts";
-}
-
-// "/meta/ts" for ("/meta/", "ts"). Built by append: GCC 12 misreports
-// `const char* + std::string` with -Wrestrict (GCC bug 105329).
-std::string json_pointer(std::string_view parent, std::string_view key) {
-  std::string pointer(parent);
-  pointer.append(key);
-  return pointer;
-}
 
 // The index of a raw (still escaped) key among names, or -1. Comparing the
 // raw bytes spares unescaping the key, which is all a canonical body needs;
@@ -46,50 +42,6 @@ int raw_index_of(const std::array<std::string_view, N>& names, od::raw_json_stri
   }
   return -1;
 }
-
-template <std::size_t N>
-int index_of(const std::array<std::string_view, N>& names, std::string_view key) noexcept {
-  for (std::size_t i = 0; i < N; ++i) {
-    if (names[i] == key) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-// The keys of one object seen so far, to reject duplicates. Known keys are
-// bits of a mask (most envelopes have nothing else); other keys are compared
-// against each other in an inline array that spills into a vector only for
-// unusually wide objects.
-class KeySet {
- public:
-  // False when the key was already present. known: its index among the known
-  // keys of the object, or -1.
-  bool insert(std::string_view key, int known) {
-    if (known >= 0) {
-      const std::uint32_t bit = 1U << static_cast<unsigned>(known);
-      if ((known_ & bit) != 0) return false;
-      known_ |= bit;
-      return true;
-    }
-    for (std::size_t i = 0; i < inline_count_; ++i) {
-      if (inline_[i] == key) return false;
-    }
-    for (const auto& k : spill_) {
-      if (k == key) return false;
-    }
-    if (inline_count_ < inline_.size()) {
-      inline_[inline_count_++] = key;
-    } else {
-      spill_.push_back(key);
-    }
-    return true;
-  }
-
- private:
-  std::uint32_t known_ = 0;
-  std::array<std::string_view, 8> inline_{};
-  std::size_t inline_count_ = 0;
-  std::vector<std::string_view> spill_;
-};
 
 }  // namespace
 
@@ -378,9 +330,12 @@ class EnvelopeDecoder {
   const char* base_;
 };
 
+// Both functions return the one Result they fill, so that it is built in the
+// caller's place: an Envelope is large and moving it costs a tenth of
+// decoding a small body.
 Result<Envelope, DecodeError> EnvelopeBuilder::decode(std::string_view body, const DecodeOptions& options) {
-  auto env = decode_once(body, options);
-  if (!env && env.error().reason == Rejection::invalid_json) {
+  Result<Envelope, DecodeError> out = decode_once(body, options);
+  if (!out && out.error().reason == Rejection::invalid_json) {
     // simdjson reports a whole envelope followed by more bytes as a document
     // that "ended early": name the real fault. The envelope alone counts as
     // whole when it decodes, or fails for a reason other than its JSON.
@@ -390,26 +345,41 @@ Result<Envelope, DecodeError> EnvelopeBuilder::decode(std::string_view body, con
     });
     if (at) {
       const bool object = detail::trim_json_space(body).front() == '{';
-      return unexpected(DecodeError{Rejection::invalid_json, std::string("trailing content after the ") +
-                                                                 (object ? "envelope object" : "JSON value") +
-                                                                 ", at byte " + std::to_string(*at)});
+      out = unexpected(DecodeError{Rejection::invalid_json, std::string("trailing content after the ") +
+                                                                (object ? "envelope object" : "JSON value") +
+                                                                ", at byte " + std::to_string(*at)});
     }
   }
-  return env;
+  return out;
 }
 
 Result<Envelope, DecodeError> EnvelopeBuilder::decode_once(std::string_view body, const DecodeOptions& options) {
+  Result<Envelope, DecodeError> out{Envelope()};
   if (body.size() > options.max_bytes || body.size() >= std::numeric_limits<std::uint32_t>::max()) {
-    return unexpected(DecodeError{Rejection::too_large, "the body has " + std::to_string(body.size()) +
-                                                            " bytes, over the limit of " +
-                                                            std::to_string(options.max_bytes)});
+    out = unexpected(DecodeError{Rejection::too_large, "the body has " + std::to_string(body.size()) +
+                                                           " bytes, over the limit of " +
+                                                           std::to_string(options.max_bytes)});
+    return out;
   }
-  Envelope env;
+  Envelope& env = *out;
   env.buffer_.reserve(body.size() + simdjson::SIMDJSON_PADDING);
   env.buffer_.assign(body);
   env.buffer_.append(simdjson::SIMDJSON_PADDING, '\0');
   env.body_size_ = body.size();
 
+  if (detail::decode_on_tape(env, options)) {
+    env.rejection_ = accepts(env).reason();
+    return out;
+  }
+  // The fast path declined: decode again from a clean layout, keeping the buffer.
+  Envelope exact;
+  exact.buffer_ = std::move(env.buffer_);
+  exact.body_size_ = env.body_size_;
+  out = decode_on_demand(std::move(exact), options);
+  return out;
+}
+
+Result<Envelope, DecodeError> EnvelopeBuilder::decode_on_demand(Envelope env, const DecodeOptions& options) {
   od::parser& parser = detail::thread_parser(options.max_depth);
   od::document doc;
   if (auto code = parser.iterate(env.buffer_.data(), env.body_size_, env.buffer_.size()).get(doc)) {
