@@ -81,6 +81,10 @@ Acceptance accepts(const Envelope& envelope) noexcept;
 /// from a body; its bytes are kept and re-emitted byte for byte (docs/encoding.md).
 class Envelope {
  public:
+  /// An envelope with no body (what a moved-from one holds); make() and
+  /// decode() give real ones.
+  Envelope() noexcept;
+
   // ---- producing ------------------------------------------------------------
 
   /// A new envelope for urn with data (an object; null means {}). The URN is

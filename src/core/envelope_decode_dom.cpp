@@ -4,7 +4,10 @@
 // the kernel picked for the CPU at run time, then a walk of the frame and of
 // meta reads the fields. The parser's structural indexes (where each token
 // starts) give the bytes of every member, so `data` and unknown values stay
-// spans of the body and are never re-read.
+// spans of the body and are never re-read. The walk reads the tree straight
+// from simdjson's tape (one 64-bit word a value, its type in the top byte,
+// strings in a side buffer: simdjson's doc/tape.md), which spares the DOM
+// accessors' checks on the dozen fields of a frame.
 //
 // The walk handles the bodies a consumer sees: a valid object within the
 // limits, without duplicate frame or meta keys. Anything else (a parse error,
@@ -19,23 +22,75 @@
 #include "structural_cursor.hpp"
 
 #include <cstdint>
+#include <cstring>
+#include <optional>
 
 namespace babelqueue {
 
 using detail::Member;
 using detail::Span;
 
+namespace {
+
+// The parsed document as the DOM parser left it.
+class Tape {
+ public:
+  explicit Tape(const simdjson::dom::document& doc) noexcept : words_(doc.tape.get()), strings_(doc.string_buf.get()) {}
+
+  char type(std::size_t i) const noexcept { return static_cast<char>(words_[i] >> 56U); }
+  // The text of the string (or key) at i, unescaped.
+  std::string_view string(std::size_t i) const noexcept {
+    const std::uint8_t* at = strings_ + (words_[i] & kPayload);
+    std::uint32_t size = 0;
+    std::memcpy(&size, at, sizeof size);
+    return {reinterpret_cast<const char*>(at + sizeof size), size};
+  }
+  // The int64 at i, when the value there is one (the parser stores an
+  // integer token that fits int64, and only such a token, as one).
+  std::optional<std::int64_t> int64(std::size_t i) const noexcept {
+    if (type(i) != 'l') return std::nullopt;
+    std::int64_t value = 0;
+    std::memcpy(&value, &words_[i + 1], sizeof value);
+    return value;
+  }
+  // The index of the value after the one at i.
+  std::size_t after(std::size_t i) const noexcept {
+    switch (type(i)) {
+      case '{':
+      case '[': return static_cast<std::uint32_t>(words_[i]);  // one past its closing word
+      case 'l':
+      case 'u':
+      case 'd': return i + 2;
+      default: return i + 1;
+    }
+  }
+
+ private:
+  static constexpr std::uint64_t kPayload = (std::uint64_t{1} << 56U) - 1;
+  const std::uint64_t* words_;
+  const std::uint8_t* strings_;
+};
+
+bool is_container(char type) noexcept { return type == '{' || type == '['; }
+
+}  // namespace
+
 class EnvelopeTapeDecoder {
  public:
   EnvelopeTapeDecoder(Envelope& env, const DecodeOptions& options, const simdjson::dom::parser& parser)
-      : env_(env), options_(options), base_(env.buffer_.data()), at_(base_, parser) {}
+      : env_(env), options_(options), base_(env.buffer_.data()), tape_(parser.doc), at_(base_, parser) {}
 
   // Reads the root object; false when the On-Demand pass must decide.
-  bool root(simdjson::dom::object object) {
-    at_.advance();  // the '{'
+  bool root() {
+    if (tape_.type(1) != '{') return false;  // 0 is the root word
+    at_.advance();                           // the '{'
     detail::KeySet keys;
-    for (const auto field : object) {
-      if (!top_field(field.key, field.value, keys)) return false;
+    detail::KeyLookup lookup(detail::kTopKeyNames, detail::kTopKeyNext);
+    for (std::size_t t = 2; tape_.type(t) != '}';) {
+      const std::size_t value = t + 1;
+      const std::string_view key = tape_.string(t);
+      if (!top_field(key, lookup.find(key), value, keys)) return false;
+      t = tape_.after(value);
     }
     return at_.byte() == '}';
   }
@@ -47,33 +102,34 @@ class EnvelopeTapeDecoder {
   }
 
  private:
-  using Type = simdjson::dom::element_type;
-
   Span span(std::string_view token) const noexcept {
     return Span{static_cast<std::uint32_t>(token.data() - base_), static_cast<std::uint32_t>(token.size())};
   }
 
   // The member whose key token is at the cursor; leaves the cursor after its
-  // value and the ',' that may follow. depth: the value's nesting level. False
-  // when a container in it nests deeper than the limit.
-  bool member(Type type, std::size_t depth, Member& out) {
-    out.key = span(at_.key());
-    if (type == Type::OBJECT || type == Type::ARRAY) {
+  // value and the ',' that may follow. depth: the value's nesting level; a
+  // container in it that nests deeper than the limit sets too_deep_. Returned
+  // by value (in registers): a Member written field by field on the stack and
+  // then copied whole stalls the store buffer.
+  Member member(char type, std::size_t depth) {
+    const Span key = span(at_.key());
+    Span value;
+    if (is_container(type)) {
       std::size_t deepest = 0;
-      out.value = span(at_.container(deepest));
-      if (depth - 1 + deepest > options_.max_depth) return false;
+      value = span(at_.container(deepest));
+      too_deep_ |= depth - 1 + deepest > options_.max_depth;
     } else {
-      out.value = span(at_.scalar());
+      value = span(at_.scalar());
     }
     at_.skip_comma();
-    return true;
+    return Member{key, value};
   }
 
   // A string field's text: in place, or unescaped into side_ when the token
   // holds escapes (an escape always makes the text shorter than its token).
-  void read_text(Span token, simdjson::dom::element value, detail::Text& text) {
+  void read_text(Span token, std::size_t value, detail::Text& text) {
     text.is_string = true;
-    const std::string_view unescaped = value.get_string().value_unsafe();
+    const std::string_view unescaped = tape_.string(value);
     if (unescaped.size() + 2 == token.size) {
       text.span = Span{token.offset + 1, token.size - 2};
       return;
@@ -83,23 +139,15 @@ class EnvelopeTapeDecoder {
     env_.side_.append(unescaped);
   }
 
-  // An integer field: its value when the token is an integer that fits int64
-  // (what parse_int64 of the token gives: the parser reads such a token, and
-  // only such a token, as an INT64).
-  static std::optional<std::int64_t> int64_of(simdjson::dom::element value) noexcept {
-    if (value.type() != Type::INT64) return std::nullopt;
-    return value.get_int64().value_unsafe();
-  }
-
-  bool top_field(std::string_view key, simdjson::dom::element value, detail::KeySet& keys) {
-    const int known = detail::top_key_index(key);
+  bool top_field(std::string_view key, int known, std::size_t value, detail::KeySet& keys) {
     if (!keys.insert(key, known)) return false;
-    const Type type = value.type();
+    const char type = tape_.type(value);
     Member m;
-    if (known == static_cast<int>(detail::TopKey::meta) && type == Type::OBJECT) {
-      if (!meta(value.get_object().value_unsafe(), m)) return false;
-    } else if (!member(type, 2, m)) {
-      return false;
+    if (known == static_cast<int>(detail::TopKey::meta) && type == '{') {
+      if (!meta(value, m)) return false;
+    } else {
+      m = member(type, 2);
+      if (too_deep_) return false;
     }
     if (detail::is_forbidden_top(key)) {
       env_.warnings_.push_back(detail::json_pointer("/", key));
@@ -118,12 +166,12 @@ class EnvelopeTapeDecoder {
         detail::Text& text = which == detail::TopKey::job   ? env_.job_
                              : which == detail::TopKey::urn ? env_.urn_
                                                             : env_.trace_id_;
-        if (type == Type::STRING) read_text(m.value, value, text);
+        if (type == '"') read_text(m.value, value, text);
         break;
       }
-      case detail::TopKey::data: env_.data_is_object_ = type == Type::OBJECT; break;
+      case detail::TopKey::data: env_.data_is_object_ = type == '{'; break;
       case detail::TopKey::attempts: {
-        const std::optional<std::int64_t> n = int64_of(value);
+        const std::optional<std::int64_t> n = tape_.int64(value);
         env_.attempts_valid_ = n.has_value() && *n >= 0;
         env_.attempts_ = env_.attempts_valid_ ? *n : 0;
         break;
@@ -134,29 +182,33 @@ class EnvelopeTapeDecoder {
   }
 
   // The meta object, member by member; m gets its spans.
-  bool meta(simdjson::dom::object object, Member& m) {
+  bool meta(std::size_t object, Member& m) {
     if (2 > options_.max_depth) return false;
-    m.key = span(at_.key());
+    const Span key_token = span(at_.key());
     const char* begin = at_.here();
     at_.advance();  // the '{'
     detail::KeySet keys;
-    for (const auto field : object) {
-      if (!meta_field(field.key, field.value, keys)) return false;
+    detail::KeyLookup lookup(detail::kMetaKeyNames, detail::kMetaKeyNext);
+    for (std::size_t t = object + 1; tape_.type(t) != '}';) {
+      const std::size_t value = t + 1;
+      const std::string_view key = tape_.string(t);
+      if (!meta_field(key, lookup.find(key), value, keys)) return false;
+      t = tape_.after(value);
     }
     if (at_.byte() != '}') return false;
-    m.value = Span{static_cast<std::uint32_t>(begin - base_), static_cast<std::uint32_t>(at_.here() + 1 - begin)};
+    m = Member{key_token,
+               Span{static_cast<std::uint32_t>(begin - base_), static_cast<std::uint32_t>(at_.here() + 1 - begin)}};
     at_.advance();
     at_.skip_comma();
     env_.meta_is_object_ = true;
     return true;
   }
 
-  bool meta_field(std::string_view key, simdjson::dom::element value, detail::KeySet& keys) {
-    const int known = detail::meta_key_index(key);
+  bool meta_field(std::string_view key, int known, std::size_t value, detail::KeySet& keys) {
     if (!keys.insert(key, known)) return false;
-    const Type type = value.type();
-    Member m;
-    if (!member(type, 3, m)) return false;
+    const char type = tape_.type(value);
+    const Member m = member(type, 3);
+    if (too_deep_) return false;
     if (detail::is_forbidden_meta(key)) {
       env_.warnings_.push_back(detail::json_pointer("/meta/", key));
       return true;
@@ -174,13 +226,13 @@ class EnvelopeTapeDecoder {
         detail::Text& text = which == detail::MetaKey::id      ? env_.id_
                              : which == detail::MetaKey::queue ? env_.queue_
                                                                : env_.lang_;
-        if (type == Type::STRING) read_text(m.value, value, text);
+        if (type == '"') read_text(m.value, value, text);
         break;
       }
       case detail::MetaKey::schema_version:
       case detail::MetaKey::created_at: {
         detail::Integer& number = which == detail::MetaKey::schema_version ? env_.schema_version_ : env_.created_at_;
-        if (auto n = int64_of(value)) number = detail::Integer{*n, true};
+        if (auto n = tape_.int64(value)) number = detail::Integer{*n, true};
         break;
       }
       default: break;
@@ -191,19 +243,18 @@ class EnvelopeTapeDecoder {
   Envelope& env_;
   const DecodeOptions& options_;
   const char* base_;
+  Tape tape_;
   detail::StructuralCursor at_;
+  bool too_deep_ = false;
 };
 
 namespace detail {
 
 bool decode_on_tape(Envelope& env, const DecodeOptions& options) {
   simdjson::dom::parser& parser = thread_dom_parser();
-  simdjson::dom::element root;
-  if (parser.parse(env.body().data(), env.body().size(), false).get(root)) return false;
-  simdjson::dom::object object;
-  if (root.get_object().get(object)) return false;
+  if (parser.parse(env.body().data(), env.body().size(), false).error()) return false;
   EnvelopeTapeDecoder decoder(env, options, parser);
-  if (!decoder.root(object)) return false;
+  if (!decoder.root()) return false;
   decoder.tell_warnings();
   return true;
 }

@@ -38,44 +38,66 @@ int index_of(const std::array<std::string_view, N>& names, std::string_view key)
   return -1;
 }
 
-// Whether key, of the length of name, is name: a comparison of known length
-// the compiler unrolls.
+// a[0..n) == b[0..n) for n <= 16, in a few loads and no call: the keys
+// of the frame and meta are that short.
+inline bool equal_short(const char* a, const char* b, std::size_t n) noexcept {
+  if (n >= 8) {
+    std::uint64_t a0 = 0, b0 = 0, a1 = 0, b1 = 0;
+    std::memcpy(&a0, a, 8);
+    std::memcpy(&b0, b, 8);
+    std::memcpy(&a1, a + n - 8, 8);
+    std::memcpy(&b1, b + n - 8, 8);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+  }
+  if (n >= 4) {
+    std::uint32_t a0 = 0, b0 = 0, a1 = 0, b1 = 0;
+    std::memcpy(&a0, a, 4);
+    std::memcpy(&b0, b, 4);
+    std::memcpy(&a1, a + n - 4, 4);
+    std::memcpy(&b1, b + n - 4, 4);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+  }
+  // n <= 3: the first, middle and last byte are all of them.
+  return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
+}
+
+// Finds known keys that arrive in canonical order (what every SDK writes)
+// with one comparison each: the key is first compared with the one expected
+// after the previous known key, then looked up among all of them.
 template <std::size_t N>
-bool same_as(std::string_view key, const char (&name)[N]) noexcept {
-  return std::memcmp(key.data(), name, N - 1) == 0;
-}
+class KeyLookup {
+ public:
+  KeyLookup(const std::array<std::string_view, N>& names, const std::array<int, N>& next) noexcept
+      : names_(names), next_(next) {}
 
-// index_of for the frame's and meta's names, one length check and one
-// comparison a key.
-inline int top_key_index(std::string_view key) noexcept {
-  switch (key.size()) {
-    case 3:
-      if (same_as(key, "job")) return static_cast<int>(TopKey::job);
-      if (same_as(key, "urn")) return static_cast<int>(TopKey::urn);
-      return -1;
-    case 4:
-      if (same_as(key, "data")) return static_cast<int>(TopKey::data);
-      if (same_as(key, "meta")) return static_cast<int>(TopKey::meta);
-      return -1;
-    case 8:
-      if (same_as(key, "trace_id")) return static_cast<int>(TopKey::trace_id);
-      if (same_as(key, "attempts")) return static_cast<int>(TopKey::attempts);
-      return -1;
-    case 11: return same_as(key, "dead_letter") ? static_cast<int>(TopKey::dead_letter) : -1;
-    default: return -1;
+  // The index of key among the names, or -1.
+  int find(std::string_view key) noexcept {
+    if (expect_ >= 0) {
+      const std::string_view name = names_[static_cast<std::size_t>(expect_)];
+      if (key.size() == name.size() && equal_short(key.data(), name.data(), name.size())) return found(expect_);
+    }
+    for (std::size_t i = 0; i < N; ++i) {
+      if (names_[i] == key) return found(static_cast<int>(i));
+    }
+    return -1;
   }
-}
 
-inline int meta_key_index(std::string_view key) noexcept {
-  switch (key.size()) {
-    case 2: return same_as(key, "id") ? static_cast<int>(MetaKey::id) : -1;
-    case 4: return same_as(key, "lang") ? static_cast<int>(MetaKey::lang) : -1;
-    case 5: return same_as(key, "queue") ? static_cast<int>(MetaKey::queue) : -1;
-    case 10: return same_as(key, "created_at") ? static_cast<int>(MetaKey::created_at) : -1;
-    case 14: return same_as(key, "schema_version") ? static_cast<int>(MetaKey::schema_version) : -1;
-    default: return -1;
+ private:
+  int found(int index) noexcept {
+    expect_ = next_[static_cast<std::size_t>(index)];
+    return index;
   }
-}
+
+  const std::array<std::string_view, N>& names_;
+  const std::array<int, N>& next_;
+  int expect_ = 0;
+};
+
+// The key expected after each known key of the frame (job or its urn alias,
+// trace_id, data, meta, attempts, dead_letter) and of meta (id, queue, lang,
+// schema_version, created_at); -1 after the last.
+inline constexpr std::array<int, kTopKeyNames.size()> kTopKeyNext{2, 2, 3, 4, 5, 6, -1};
+inline constexpr std::array<int, kMetaKeyNames.size()> kMetaKeyNext{1, 2, 3, 4, -1};
 
 // The keys of one object seen so far, to reject duplicates. Known keys are
 // bits of a mask (most envelopes have nothing else); other keys are compared
