@@ -11,6 +11,7 @@
 #include "envelope_decode_dom.hpp"
 #include "envelope_keys.hpp"
 #include "json_walk.hpp"
+#include "on_demand.hpp"
 #include "parser_pool.hpp"
 
 #include <babelqueue/envelope.hpp>
@@ -337,14 +338,14 @@ Envelope::Envelope() noexcept = default;
 // Both functions return the one Result they fill, so that it is built in the
 // caller's place: an Envelope is large and moving it costs a tenth of
 // decoding a small body.
-Result<Envelope, DecodeError> EnvelopeBuilder::decode(std::string_view body, const DecodeOptions& options) {
-  Result<Envelope, DecodeError> out = decode_once(body, options);
+Result<Envelope, DecodeError> EnvelopeBuilder::decode(std::string_view body, const DecodeOptions& options, bool tape) {
+  Result<Envelope, DecodeError> out = decode_once(body, options, tape);
   if (!out && out.error().reason == Rejection::invalid_json) {
     // simdjson reports a whole envelope followed by more bytes as a document
     // that "ended early": name the real fault. The envelope alone counts as
     // whole when it decodes, or fails for a reason other than its JSON.
     const auto at = detail::trailing_content_at(body, [&](std::string_view alone) {
-      auto prefix = decode_once(alone, options);
+      auto prefix = decode_once(alone, options, tape);
       return prefix.has_value() || prefix.error().reason != Rejection::invalid_json;
     });
     if (at) {
@@ -357,7 +358,8 @@ Result<Envelope, DecodeError> EnvelopeBuilder::decode(std::string_view body, con
   return out;
 }
 
-Result<Envelope, DecodeError> EnvelopeBuilder::decode_once(std::string_view body, const DecodeOptions& options) {
+Result<Envelope, DecodeError> EnvelopeBuilder::decode_once(std::string_view body, const DecodeOptions& options,
+                                                           bool tape) {
   Result<Envelope, DecodeError> out{Envelope()};
   if (body.size() > options.max_bytes || body.size() >= std::numeric_limits<std::uint32_t>::max()) {
     out = unexpected(DecodeError{Rejection::too_large, "the body has " + std::to_string(body.size()) +
@@ -371,7 +373,7 @@ Result<Envelope, DecodeError> EnvelopeBuilder::decode_once(std::string_view body
   env.buffer_.append(simdjson::SIMDJSON_PADDING, '\0');
   env.body_size_ = body.size();
 
-  if (detail::decode_on_tape(env, options)) {
+  if (tape && detail::decode_on_tape(env, options)) {
     env.rejection_ = accepts(env).reason();
     return out;
   }
@@ -397,6 +399,10 @@ Result<Envelope, DecodeError> EnvelopeBuilder::decode_on_demand(Envelope env, co
 
 Result<Envelope, DecodeError> Envelope::decode(std::string_view body, const DecodeOptions& options) {
   return EnvelopeBuilder::decode(body, options);
+}
+
+Result<Envelope, DecodeError> detail::decode_on_demand(std::string_view body, const DecodeOptions& options) {
+  return EnvelopeBuilder::decode(body, options, false);
 }
 
 }  // namespace babelqueue

@@ -32,45 +32,6 @@ using detail::Span;
 
 namespace {
 
-// The parsed document as the DOM parser left it.
-class Tape {
- public:
-  explicit Tape(const simdjson::dom::document& doc) noexcept : words_(doc.tape.get()), strings_(doc.string_buf.get()) {}
-
-  char type(std::size_t i) const noexcept { return static_cast<char>(words_[i] >> 56U); }
-  // The text of the string (or key) at i, unescaped.
-  std::string_view string(std::size_t i) const noexcept {
-    const std::uint8_t* at = strings_ + (words_[i] & kPayload);
-    std::uint32_t size = 0;
-    std::memcpy(&size, at, sizeof size);
-    return {reinterpret_cast<const char*>(at + sizeof size), size};
-  }
-  // The int64 at i, when the value there is one (the parser stores an
-  // integer token that fits int64, and only such a token, as one).
-  std::optional<std::int64_t> int64(std::size_t i) const noexcept {
-    if (type(i) != 'l') return std::nullopt;
-    std::int64_t value = 0;
-    std::memcpy(&value, &words_[i + 1], sizeof value);
-    return value;
-  }
-  // The index of the value after the one at i.
-  std::size_t after(std::size_t i) const noexcept {
-    switch (type(i)) {
-      case '{':
-      case '[': return static_cast<std::uint32_t>(words_[i]);  // one past its closing word
-      case 'l':
-      case 'u':
-      case 'd': return i + 2;
-      default: return i + 1;
-    }
-  }
-
- private:
-  static constexpr std::uint64_t kPayload = (std::uint64_t{1} << 56U) - 1;
-  const std::uint64_t* words_;
-  const std::uint8_t* strings_;
-};
-
 bool is_container(char type) noexcept { return type == '{' || type == '['; }
 
 }  // namespace
@@ -243,7 +204,7 @@ class EnvelopeTapeDecoder {
   Envelope& env_;
   const DecodeOptions& options_;
   const char* base_;
-  Tape tape_;
+  detail::Tape tape_;
   detail::StructuralCursor at_;
   bool too_deep_ = false;
 };

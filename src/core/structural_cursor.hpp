@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Internal: a cursor over the structural indexes simdjson's DOM parser leaves
+// Internal: simdjson's tape (the DOM parser's output: one 64-bit word a
+// value, its type in the top byte, strings in a side buffer; simdjson's
+// doc/tape.md), and a cursor over the structural indexes the parser leaves
 // behind (where each token of the text starts: brackets, ':', ',', strings,
 // numbers and literals), used next to the DOM tree to find the bytes of the
 // values the tree describes. Only for a text the parser accepted: the cursor
@@ -13,9 +15,55 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <string_view>
 
 namespace babelqueue::detail {
+
+// The parsed document as the DOM parser left it.
+class Tape {
+ public:
+  explicit Tape(const simdjson::dom::document& doc) noexcept : words_(doc.tape.get()), strings_(doc.string_buf.get()) {}
+
+  char type(std::size_t i) const noexcept { return static_cast<char>(words_[i] >> 56U); }
+  // The text of the string (or key) at i, unescaped.
+  std::string_view string(std::size_t i) const noexcept {
+    const std::uint8_t* at = strings_ + (words_[i] & kPayload);
+    std::uint32_t size = 0;
+    std::memcpy(&size, at, sizeof size);
+    return {reinterpret_cast<const char*>(at + sizeof size), size};
+  }
+  // The int64 at i, when the value there is one (the parser stores an
+  // integer token that fits int64, and only such a token, as one).
+  std::optional<std::int64_t> int64(std::size_t i) const noexcept {
+    if (type(i) != 'l') return std::nullopt;
+    return number<std::int64_t>(i);
+  }
+  // The number stored after the word at i ('u': uint64, 'd': double).
+  template <class T>
+  T number(std::size_t i) const noexcept {
+    T value{};
+    std::memcpy(&value, &words_[i + 1], sizeof value);
+    return value;
+  }
+  // The index of the value after the one at i.
+  std::size_t after(std::size_t i) const noexcept {
+    switch (type(i)) {
+      case '{':
+      case '[': return static_cast<std::uint32_t>(words_[i]);  // one past its closing word
+      case 'l':
+      case 'u':
+      case 'd': return i + 2;
+      default: return i + 1;
+    }
+  }
+
+ private:
+  static constexpr std::uint64_t kPayload = (std::uint64_t{1} << 56U) - 1;
+  const std::uint64_t* words_;
+  const std::uint8_t* strings_;
+};
 
 class StructuralCursor {
  public:
