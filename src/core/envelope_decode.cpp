@@ -205,18 +205,15 @@ class EnvelopeDecoder {
     if (is_forbidden_top(key)) return check_then_warn(field, type, token, json_pointer("/", key));
     if (known < 0) {
       if (auto e = check_scalar(field, type, token)) return e;
-      env_.unknown_top_.push_back(m);
-      return std::nullopt;
     }
-    const auto which = static_cast<detail::TopKey>(known);
-    env_.top_[static_cast<std::size_t>(which)] = m;
+    const auto kept = env_.keep_top(known, m);
+    if (!kept) return std::nullopt;
+    const detail::TopKey which = *kept;
     switch (which) {
       case detail::TopKey::job:
       case detail::TopKey::urn:
       case detail::TopKey::trace_id: {
-        detail::Text& text = which == detail::TopKey::job   ? env_.job_
-                             : which == detail::TopKey::urn ? env_.urn_
-                                                            : env_.trace_id_;
+        detail::Text& text = env_.text_of(which);
         if (type == od::json_type::string) return read_text(field, token, text);
         return check_scalar(field, type, token);
       }
@@ -297,25 +294,22 @@ class EnvelopeDecoder {
     if (is_forbidden_meta(key)) return check_then_warn(field, type, token, json_pointer("/meta/", key));
     if (known < 0) {
       if (auto e = check_scalar(field, type, token)) return e;
-      env_.unknown_meta_.push_back(m);
-      return std::nullopt;
     }
-    const auto which = static_cast<detail::MetaKey>(known);
-    env_.meta_[static_cast<std::size_t>(which)] = m;
+    const auto kept = env_.keep_meta(known, m);
+    if (!kept) return std::nullopt;
+    const detail::MetaKey which = *kept;
     switch (which) {
       case detail::MetaKey::id:
       case detail::MetaKey::queue:
       case detail::MetaKey::lang: {
-        detail::Text& text = which == detail::MetaKey::id      ? env_.id_
-                             : which == detail::MetaKey::queue ? env_.queue_
-                                                               : env_.lang_;
+        detail::Text& text = env_.text_of(which);
         if (type == od::json_type::string) return read_text(field, token, text);
         return check_scalar(field, type, token);
       }
       case detail::MetaKey::schema_version:
       case detail::MetaKey::created_at: {
         if (auto e = check_scalar(field, type, token)) return e;
-        detail::Integer& number = which == detail::MetaKey::schema_version ? env_.schema_version_ : env_.created_at_;
+        detail::Integer& number = env_.integer_of(which);
         if (type == od::json_type::number) {
           if (auto n = detail::parse_int64(token)) number = detail::Integer{*n, true};
         }

@@ -114,19 +114,13 @@ class EnvelopeTapeDecoder {
       env_.warnings_.push_back(detail::json_pointer("/", key));
       return true;
     }
-    if (known < 0) {
-      env_.unknown_top_.push_back(m);
-      return true;
-    }
-    const auto which = static_cast<detail::TopKey>(known);
-    env_.top_[static_cast<std::size_t>(which)] = m;
-    switch (which) {
+    const auto which = env_.keep_top(known, m);
+    if (!which) return true;
+    switch (*which) {
       case detail::TopKey::job:
       case detail::TopKey::urn:
       case detail::TopKey::trace_id: {
-        detail::Text& text = which == detail::TopKey::job   ? env_.job_
-                             : which == detail::TopKey::urn ? env_.urn_
-                                                            : env_.trace_id_;
+        detail::Text& text = env_.text_of(*which);
         if (type == '"') read_text(m.value, value, text);
         break;
       }
@@ -174,25 +168,19 @@ class EnvelopeTapeDecoder {
       env_.warnings_.push_back(detail::json_pointer("/meta/", key));
       return true;
     }
-    if (known < 0) {
-      env_.unknown_meta_.push_back(m);
-      return true;
-    }
-    const auto which = static_cast<detail::MetaKey>(known);
-    env_.meta_[static_cast<std::size_t>(which)] = m;
-    switch (which) {
+    const auto which = env_.keep_meta(known, m);
+    if (!which) return true;
+    switch (*which) {
       case detail::MetaKey::id:
       case detail::MetaKey::queue:
       case detail::MetaKey::lang: {
-        detail::Text& text = which == detail::MetaKey::id      ? env_.id_
-                             : which == detail::MetaKey::queue ? env_.queue_
-                                                               : env_.lang_;
+        detail::Text& text = env_.text_of(*which);
         if (type == '"') read_text(m.value, value, text);
         break;
       }
       case detail::MetaKey::schema_version:
       case detail::MetaKey::created_at: {
-        detail::Integer& number = which == detail::MetaKey::schema_version ? env_.schema_version_ : env_.created_at_;
+        detail::Integer& number = env_.integer_of(*which);
         if (auto n = tape_.int64(value)) number = detail::Integer{*n, true};
         break;
       }

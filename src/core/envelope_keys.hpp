@@ -38,25 +38,23 @@ int index_of(const std::array<std::string_view, N>& names, std::string_view key)
   return -1;
 }
 
+// a[0..n) == b[0..n) for sizeof(Word) <= n <= 2 * sizeof(Word): its first
+// and last Word.
+template <class Word>
+bool equal_ends(const char* a, const char* b, std::size_t n) noexcept {
+  Word a0{}, b0{}, a1{}, b1{};
+  std::memcpy(&a0, a, sizeof(Word));
+  std::memcpy(&b0, b, sizeof(Word));
+  std::memcpy(&a1, a + n - sizeof(Word), sizeof(Word));
+  std::memcpy(&b1, b + n - sizeof(Word), sizeof(Word));
+  return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
 // a[0..n) == b[0..n) for n <= 16, in a few loads and no call: the keys
 // of the frame and meta are that short.
 inline bool equal_short(const char* a, const char* b, std::size_t n) noexcept {
-  if (n >= 8) {
-    std::uint64_t a0 = 0, b0 = 0, a1 = 0, b1 = 0;
-    std::memcpy(&a0, a, 8);
-    std::memcpy(&b0, b, 8);
-    std::memcpy(&a1, a + n - 8, 8);
-    std::memcpy(&b1, b + n - 8, 8);
-    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-  }
-  if (n >= 4) {
-    std::uint32_t a0 = 0, b0 = 0, a1 = 0, b1 = 0;
-    std::memcpy(&a0, a, 4);
-    std::memcpy(&b0, b, 4);
-    std::memcpy(&a1, a + n - 4, 4);
-    std::memcpy(&b1, b + n - 4, 4);
-    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-  }
+  if (n >= 8) return equal_ends<std::uint64_t>(a, b, n);
+  if (n >= 4) return equal_ends<std::uint32_t>(a, b, n);
   // n <= 3: the first, middle and last byte are all of them.
   return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
 }
