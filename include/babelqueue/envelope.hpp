@@ -81,8 +81,8 @@ Acceptance accepts(const Envelope& envelope) noexcept;
 /// from a body; its bytes are kept and re-emitted byte for byte (docs/encoding.md).
 class Envelope {
  public:
-  /// An envelope with no body (what a moved-from one holds); make() and
-  /// decode() give real ones.
+  /// An empty envelope, with no body and no fields; make() and decode() give
+  /// real ones.
   Envelope() noexcept;
 
   // ---- producing ------------------------------------------------------------
