@@ -366,6 +366,10 @@ int main(int argc, char** argv) {
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // Which JSON kernel the decoder (and the simdjson baseline, whose parser
+  // takes the same process-wide choice) runs: BABELQUEUE_JSON_KERNEL=portable
+  // measures the portable one.
+  benchmark::AddCustomContext("json_kernel", std::string(babelqueue::json_kernel()));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

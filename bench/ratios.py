@@ -150,6 +150,11 @@ def fmt_doc(ns):
     return f"{ns:.0f} ns"
 
 
+def kernel(report):
+    """The JSON kernel the decoder ran (the benchmark's json_kernel context)."""
+    return report.get("context", {}).get("json_kernel", "not reported")
+
+
 def markdown(results, rows, measured):
     """The tables of docs/benchmarks.md's latest figures."""
     out = [measured + ". Medians of the repetitions, CPU time:", ""]
@@ -191,9 +196,11 @@ def main(argv):
     results = collect(report)
     if as_markdown:
         rows = list(targets(results))
-        print(markdown(results, rows, measured + f", load average {machine.load()} at the end"))
+        print(markdown(results, rows, measured + f", load average {machine.load()} at the end, "
+                       f"JSON kernel {kernel(report)}"))
         return 1 if strict and any(row[3] != "PASS" for row in rows) else 0
 
+    print(f"JSON kernel: {kernel(report)}")
     print("Benchmark (CPU time)                 time        allocs/iter")
     for name in sorted(results):
         row = results[name]

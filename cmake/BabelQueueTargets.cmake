@@ -88,30 +88,13 @@ function(bq_install_component name)
   set_property(GLOBAL PROPERTY BABELQUEUE_PC_LIBS_PRIVATE_${name} "${libs_private}")
 endfunction()
 
-# simdjson's On-Demand front end (what the decoder uses) is compiled for the
-# instruction set the translation unit targets; without flags it is the
-# portable scalar kernel, several times slower. BABELQUEUE_SIMD picks:
-#   auto     - haswell when the build machine has AVX2/BMI/PCLMUL/LZCNT, else portable
-#   haswell  - always (the binaries then need an x86-64 CPU from 2013 or later)
-#   portable - the scalar kernel, runs anywhere
-set(BABELQUEUE_SIMD "auto" CACHE STRING "Instruction set of the JSON decoder: auto, haswell or portable")
-set_property(CACHE BABELQUEUE_SIMD PROPERTY STRINGS auto haswell portable)
-
-function(bq_simd_flags out_var)
-  set(mode "${BABELQUEUE_SIMD}")
-  if(mode STREQUAL "auto")
-    set(mode "portable")
-    if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64" AND EXISTS "/proc/cpuinfo")
-      file(READ "/proc/cpuinfo" cpuinfo)
-      if(cpuinfo MATCHES " avx2" AND cpuinfo MATCHES " bmi1" AND cpuinfo MATCHES " pclmulqdq" AND cpuinfo MATCHES " abm")
-        set(mode "haswell")
-      endif()
-    endif()
-  endif()
-  if(mode STREQUAL "haswell")
-    set(${out_var} -mavx2 -mbmi -mpclmul -mlzcnt PARENT_SCOPE)
-  else()
-    set(${out_var} "" PARENT_SCOPE)
-  endif()
-  message(STATUS "BabelQueue JSON decoder instruction set: ${mode}")
-endfunction()
+# BABELQUEUE_SIMD chose the decoder's instruction set at configure time; the
+# JSON kernel is now chosen at run time (docs/adr/0036), so the library is
+# built for the target's baseline and a value other than auto is refused.
+set(BABELQUEUE_SIMD "auto" CACHE STRING "Retired: the JSON kernel is chosen at run time (BABELQUEUE_JSON_KERNEL)")
+if(NOT BABELQUEUE_SIMD STREQUAL "auto")
+  message(FATAL_ERROR "BABELQUEUE_SIMD=${BABELQUEUE_SIMD} is retired: one build carries every JSON kernel and picks "
+                      "the best one the CPU supports when it runs (docs/adr/0036-json-kernel-chosen-at-run-time.md). "
+                      "Drop the option; to force the portable kernel set the environment variable "
+                      "BABELQUEUE_JSON_KERNEL=portable when the program runs.")
+endif()

@@ -32,6 +32,13 @@
 //     L3  dead-lettering DL again with B2 replaces the block (one block, B2)
 //     L4  dead_letter_body(input, B) is DL when the input decodes, else the
 //         input unchanged
+//   the two decoders (docs/adr/0036): decode and parse_json read a valid
+//   input through simdjson's DOM tape and leave the rest to the On-Demand pass
+//     X1  decode and the On-Demand pass alone agree: the same reason and
+//         detail, or envelopes with the same fields, warnings, verdict and
+//         re-emitted bytes
+//     X2  parse_json and its On-Demand pass alone agree: the same error
+//         message, or equal values
 //   parse_json (same limits)
 //     P1  to_json of a parsed value never fails: parsing yields no NaN or
 //         infinity (numbers a double cannot hold stay NumberText) and only
@@ -42,6 +49,8 @@
 //         succeeds => parse_json gives an object; parse_json gives an object
 //         => decode succeeds or reports a duplicate frame/meta key (the one
 //         rule parse_json does not have: it keeps the last duplicate)
+#include "on_demand.hpp"
+
 #include <babelqueue/dead_letter.hpp>
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/json.hpp>
@@ -197,6 +206,32 @@ void check_dead_letter(const Envelope& env, std::string_view input) {
 }
 
 // Returns the decode failure's reason, nullopt when the input decoded.
+// X1: the decoded envelope (or failure) against the On-Demand pass's.
+void check_decoders_agree(std::string_view input, const babelqueue::Result<Envelope, babelqueue::DecodeError>& fast) {
+  const DecodeOptions options{.max_bytes = kMaxBytes, .max_depth = kMaxDepth};
+  const auto exact = babelqueue::detail::decode_on_demand(input, options);
+  BQ_CHECK("X1", fast.has_value() == exact.has_value());
+  if (!fast) {
+    BQ_CHECK("X1", fast.error().reason == exact.error().reason);
+    BQ_CHECK("X1", fast.error().detail == exact.error().detail);
+    return;
+  }
+  const Envelope& a = *fast;
+  const Envelope& b = *exact;
+  BQ_CHECK("X1", a.urn() == b.urn() && a.trace_id() == b.trace_id() && a.data_json() == b.data_json());
+  BQ_CHECK("X1", a.id() == b.id() && a.queue() == b.queue() && a.lang() == b.lang());
+  BQ_CHECK("X1", a.schema_version() == b.schema_version() && a.created_at() == b.created_at());
+  BQ_CHECK("X1", a.attempts() == b.attempts() && a.has_dead_letter() == b.has_dead_letter());
+  BQ_CHECK("X1", a.warnings() == b.warnings());
+  BQ_CHECK("X1", accepts(a).reason() == accepts(b).reason());
+  const auto a_bytes = a.encode_with_attempts(a.attempts());
+  const auto b_bytes = b.encode_with_attempts(b.attempts());
+  BQ_CHECK("X1", a_bytes.has_value() == b_bytes.has_value() && (!a_bytes || *a_bytes == *b_bytes));
+  const auto a_dead = a.encode_dead_letter(block_one());
+  const auto b_dead = b.encode_dead_letter(block_one());
+  BQ_CHECK("X1", a_dead.has_value() == b_dead.has_value() && (!a_dead || *a_dead == *b_dead));
+}
+
 std::optional<Rejection> check_envelope(std::string_view input) {
   std::vector<std::string> reported;
   DecodeOptions options;
@@ -205,6 +240,7 @@ std::optional<Rejection> check_envelope(std::string_view input) {
   options.on_warning = [&reported](std::string_view pointer) { reported.emplace_back(pointer); };
 
   auto decoded = Envelope::decode(input, options);
+  check_decoders_agree(input, decoded);
   if (!decoded) {
     BQ_CHECK("D0", is_decode_rejection(decoded.error().reason));
     options.on_warning = nullptr;
@@ -268,6 +304,9 @@ std::optional<Rejection> check_envelope(std::string_view input) {
 void check_parse_json(std::string_view input, std::optional<Rejection> decode_failure) {
   const babelqueue::JsonLimits limits{.max_depth = kMaxDepth, .max_bytes = kMaxBytes};
   auto parsed = babelqueue::parse_json(input, limits);
+  const auto exact = babelqueue::detail::parse_json_on_demand(input, limits);
+  BQ_CHECK("X2", parsed.has_value() == exact.has_value());
+  BQ_CHECK("X2", parsed ? *parsed == *exact : parsed.error().message() == exact.error().message());
 
   if (!decode_failure) BQ_CHECK("P3", parsed.has_value() && parsed->is_object());
   if (parsed && parsed->is_object()) {

@@ -13,6 +13,9 @@
 #
 # The run starts from a copy of fuzz/corpus/decode in a temporary directory (the
 # checked-in seeds stay as they are) and first replays fuzz/regressions/. It
+# does all of that on each JSON kernel (docs/adr/0036): the one simdjson picks
+# for this CPU, about three quarters of the time, then the portable one
+# (BABELQUEUE_JSON_KERNEL=portable) from the corpus the first run grew. It
 # exits non-zero on any crash, invariant violation, sanitizer report, leak or
 # timeout. Needs cmake, clang-14, libclang-rt-14-dev and libfuzzer-14-dev
 # (scripts/setup installs them).
@@ -77,19 +80,34 @@ for f in "$root"/fuzz/regressions/*; do
   [[ -f "$f" && "$f" != *.md ]] && regressions+=("$f")
 done
 shopt -u nullglob
-if [[ ${#regressions[@]} -gt 0 ]]; then
-  echo "fuzz/run.sh: replaying ${#regressions[@]} regression input(s)"
-  "$fuzzer" -detect_leaks=1 -artifact_prefix="$work/artifacts/" "${regressions[@]}" || fail "a regression input fails"
-fi
+portable_seconds=$((seconds / 4))
+[[ $portable_seconds -ge 1 ]] || portable_seconds=1
+best_seconds=$((seconds - portable_seconds))
+[[ $best_seconds -ge 1 ]] || best_seconds=1
 
-echo "fuzz/run.sh: fuzzing for ${seconds}s"
-"$fuzzer" \
-  -max_total_time="$seconds" \
-  -detect_leaks=1 \
-  -timeout=10 \
-  -dict="$root/fuzz/decode.dict" \
-  -artifact_prefix="$work/artifacts/" \
-  -print_final_stats=1 \
-  "$@" \
-  "$work/corpus" || fail "the fuzzer found a failure (exit code $?)"
+# fuzz_on KERNEL SECONDS [libFuzzer flags...]: the regressions, then fuzzing
+# on that kernel ("" for the one simdjson picks).
+fuzz_on() {
+  local kernel="$1" time="$2"
+  shift 2
+  local name="${kernel:-best}"
+  if [[ ${#regressions[@]} -gt 0 ]]; then
+    echo "fuzz/run.sh: replaying ${#regressions[@]} regression input(s) on the $name kernel"
+    BABELQUEUE_JSON_KERNEL="$kernel" "$fuzzer" -detect_leaks=1 -artifact_prefix="$work/artifacts/" "${regressions[@]}" ||
+      fail "a regression input fails on the $name kernel"
+  fi
+  echo "fuzz/run.sh: fuzzing for ${time}s on the $name kernel"
+  BABELQUEUE_JSON_KERNEL="$kernel" "$fuzzer" \
+    -max_total_time="$time" \
+    -detect_leaks=1 \
+    -timeout=10 \
+    -dict="$root/fuzz/decode.dict" \
+    -artifact_prefix="$work/artifacts/" \
+    -print_final_stats=1 \
+    "$@" \
+    "$work/corpus" || fail "the fuzzer found a failure on the $name kernel (exit code $?)"
+}
+
+fuzz_on "" "$best_seconds" "$@"
+fuzz_on portable "$portable_seconds" "$@"
 echo "fuzz/run.sh: no failure in ${seconds}s"

@@ -81,6 +81,10 @@ Acceptance accepts(const Envelope& envelope) noexcept;
 /// from a body; its bytes are kept and re-emitted byte for byte (docs/encoding.md).
 class Envelope {
  public:
+  /// An empty envelope, with no body and no fields; make() and decode() give
+  /// real ones.
+  Envelope() noexcept;
+
   // ---- producing ------------------------------------------------------------
 
   /// A new envelope for urn with data (an object; null means {}). The URN is
@@ -178,6 +182,7 @@ class Envelope {
  private:
   friend class EnvelopeBuilder;
   friend class EnvelopeDecoder;
+  friend class EnvelopeTapeDecoder;
   friend Acceptance accepts(const Envelope& envelope) noexcept;
   using Span = detail::Span;
   using Member = detail::Member;
@@ -186,6 +191,38 @@ class Envelope {
 
   std::string_view slice(Span s) const noexcept { return {buffer_.data() + s.offset, s.size}; }
   std::string_view text(const detail::Text& t) const noexcept;
+  /// The layout a decoder fills for a string field (job, urn, trace_id; id,
+  /// queue, lang) and for an integer one (schema_version, created_at).
+  ///@{
+  detail::Text& text_of(Top which) noexcept { return which == Top::job ? job_ : which == Top::urn ? urn_ : trace_id_; }
+  detail::Text& text_of(MetaKey which) noexcept {
+    return which == MetaKey::id ? id_ : which == MetaKey::queue ? queue_ : lang_;
+  }
+  detail::Integer& integer_of(MetaKey which) noexcept {
+    return which == MetaKey::schema_version ? schema_version_ : created_at_;
+  }
+  ///@}
+  /// Keeps a decoded member of the frame (of meta) under its known key
+  /// (known: its index), or among the unknown ones (known < 0, then nothing
+  /// is returned).
+  ///@{
+  std::optional<Top> keep_top(int known, Member m) {
+    if (known < 0) {
+      unknown_top_.push_back(m);
+      return std::nullopt;
+    }
+    top_[static_cast<std::size_t>(known)] = m;
+    return static_cast<Top>(known);
+  }
+  std::optional<MetaKey> keep_meta(int known, Member m) {
+    if (known < 0) {
+      unknown_meta_.push_back(m);
+      return std::nullopt;
+    }
+    meta_[static_cast<std::size_t>(known)] = m;
+    return static_cast<MetaKey>(known);
+  }
+  ///@}
   enum class BlockMode { keep, replace, remove };
   /// block_json: the dead_letter block's JSON, written with BlockMode::replace;
   /// trace_id_json: the trace_id's JSON instead of the body's, when not empty.

@@ -28,6 +28,15 @@ struct JsonLimits {
 /// NumberText. Duplicate keys keep the first position and the last value.
 Result<Value> parse_json(std::string_view text, const JsonLimits& limits = {});
 
+/// The JSON kernel the decoders run on this machine: the name of simdjson's
+/// implementation (`icelake`, `haswell`, `westmere`, `arm64`, `fallback`...),
+/// chosen once per process from what the CPU supports. The environment
+/// variable BABELQUEUE_JSON_KERNEL, read on the first decode, overrides the
+/// choice: `portable` (or `fallback`) forces the scalar kernel, another
+/// implementation's name forces that one when the CPU supports it; an unknown
+/// or unsupported name leaves the best kernel in place.
+std::string_view json_kernel() noexcept;
+
 /// Appends the canonical JSON form of value to out. On error out is left with
 /// what was written before the failing part; callers discard it.
 Result<void> write_json(std::string& out, const Value& value);

@@ -8,12 +8,17 @@ namespace babelqueue {
 
 class EnvelopeBuilder {
  public:
-  static Result<Envelope, DecodeError> decode(std::string_view body, const DecodeOptions& options);
+  // tape: whether the DOM fast path may decide (false: the On-Demand pass
+  // alone, for the differential fuzzer).
+  static Result<Envelope, DecodeError> decode(std::string_view body, const DecodeOptions& options, bool tape = true);
   static Result<Envelope> make(std::string_view urn, const Value& data, const MakeOptions& options);
 
  private:
   // One pass of the parser; decode() explains its invalid_json errors.
-  static Result<Envelope, DecodeError> decode_once(std::string_view body, const DecodeOptions& options);
+  static Result<Envelope, DecodeError> decode_once(std::string_view body, const DecodeOptions& options, bool tape);
+  // The On-Demand pass over env's body (copied and padded): the exact
+  // verdict, with the typed reason of a failure.
+  static Result<Envelope, DecodeError> decode_on_demand(Envelope env, const DecodeOptions& options);
 };
 
 }  // namespace babelqueue

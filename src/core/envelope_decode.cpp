@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// Envelope::decode: one strict pass of simdjson On-Demand over the body.
+// Envelope::decode. The body is first read by the DOM fast path
+// (envelope_decode_dom.cpp); when that declines, one strict pass of simdjson
+// On-Demand over the body decides and says why.
 //
 // The body is copied once into the envelope (with simdjson's padding); every
 // field is then a span of that copy. Values the SDK does not interpret (data,
 // unknown keys, dead_letter) are still walked to the end so that the whole body
 // is validated, not only the parts that are read.
 #include "envelope_builder.hpp"
+#include "envelope_decode_dom.hpp"
+#include "envelope_keys.hpp"
 #include "json_walk.hpp"
+#include "on_demand.hpp"
 #include "parser_pool.hpp"
 
 #include <babelqueue/envelope.hpp>
@@ -20,21 +25,13 @@ namespace {
 
 namespace od = detail::od;
 
+using detail::index_of;
+using detail::is_forbidden_meta;
+using detail::is_forbidden_top;
+using detail::json_pointer;
+using detail::KeySet;
 using detail::kMetaKeyNames;
 using detail::kTopKeyNames;
-
-bool is_forbidden_top(std::string_view key) noexcept { return key == "timestamp"; }
-bool is_forbidden_meta(std::string_view key) noexcept {
-  return key == "max_retries" || key == "attempts" || key == "source" || key == "ts";
-}
-
-// "/meta/ts" for ("/meta/", "ts"). Built by append: GCC 12 misreports
-// `const char* + std::string` with -Wrestrict (GCC bug 105329).
-std::string json_pointer(std::string_view parent, std::string_view key) {
-  std::string pointer(parent);
-  pointer.append(key);
-  return pointer;
-}
 
 // The index of a raw (still escaped) key among names, or -1. Comparing the
 // raw bytes spares unescaping the key, which is all a canonical body needs;
@@ -46,50 +43,6 @@ int raw_index_of(const std::array<std::string_view, N>& names, od::raw_json_stri
   }
   return -1;
 }
-
-template <std::size_t N>
-int index_of(const std::array<std::string_view, N>& names, std::string_view key) noexcept {
-  for (std::size_t i = 0; i < N; ++i) {
-    if (names[i] == key) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-// The keys of one object seen so far, to reject duplicates. Known keys are
-// bits of a mask (most envelopes have nothing else); other keys are compared
-// against each other in an inline array that spills into a vector only for
-// unusually wide objects.
-class KeySet {
- public:
-  // False when the key was already present. known: its index among the known
-  // keys of the object, or -1.
-  bool insert(std::string_view key, int known) {
-    if (known >= 0) {
-      const std::uint32_t bit = 1U << static_cast<unsigned>(known);
-      if ((known_ & bit) != 0) return false;
-      known_ |= bit;
-      return true;
-    }
-    for (std::size_t i = 0; i < inline_count_; ++i) {
-      if (inline_[i] == key) return false;
-    }
-    for (const auto& k : spill_) {
-      if (k == key) return false;
-    }
-    if (inline_count_ < inline_.size()) {
-      inline_[inline_count_++] = key;
-    } else {
-      spill_.push_back(key);
-    }
-    return true;
-  }
-
- private:
-  std::uint32_t known_ = 0;
-  std::array<std::string_view, 8> inline_{};
-  std::size_t inline_count_ = 0;
-  std::vector<std::string_view> spill_;
-};
 
 }  // namespace
 
@@ -252,18 +205,15 @@ class EnvelopeDecoder {
     if (is_forbidden_top(key)) return check_then_warn(field, type, token, json_pointer("/", key));
     if (known < 0) {
       if (auto e = check_scalar(field, type, token)) return e;
-      env_.unknown_top_.push_back(m);
-      return std::nullopt;
     }
-    const auto which = static_cast<detail::TopKey>(known);
-    env_.top_[static_cast<std::size_t>(which)] = m;
+    const auto kept = env_.keep_top(known, m);
+    if (!kept) return std::nullopt;
+    const detail::TopKey which = *kept;
     switch (which) {
       case detail::TopKey::job:
       case detail::TopKey::urn:
       case detail::TopKey::trace_id: {
-        detail::Text& text = which == detail::TopKey::job   ? env_.job_
-                             : which == detail::TopKey::urn ? env_.urn_
-                                                            : env_.trace_id_;
+        detail::Text& text = env_.text_of(which);
         if (type == od::json_type::string) return read_text(field, token, text);
         return check_scalar(field, type, token);
       }
@@ -344,25 +294,22 @@ class EnvelopeDecoder {
     if (is_forbidden_meta(key)) return check_then_warn(field, type, token, json_pointer("/meta/", key));
     if (known < 0) {
       if (auto e = check_scalar(field, type, token)) return e;
-      env_.unknown_meta_.push_back(m);
-      return std::nullopt;
     }
-    const auto which = static_cast<detail::MetaKey>(known);
-    env_.meta_[static_cast<std::size_t>(which)] = m;
+    const auto kept = env_.keep_meta(known, m);
+    if (!kept) return std::nullopt;
+    const detail::MetaKey which = *kept;
     switch (which) {
       case detail::MetaKey::id:
       case detail::MetaKey::queue:
       case detail::MetaKey::lang: {
-        detail::Text& text = which == detail::MetaKey::id      ? env_.id_
-                             : which == detail::MetaKey::queue ? env_.queue_
-                                                               : env_.lang_;
+        detail::Text& text = env_.text_of(which);
         if (type == od::json_type::string) return read_text(field, token, text);
         return check_scalar(field, type, token);
       }
       case detail::MetaKey::schema_version:
       case detail::MetaKey::created_at: {
         if (auto e = check_scalar(field, type, token)) return e;
-        detail::Integer& number = which == detail::MetaKey::schema_version ? env_.schema_version_ : env_.created_at_;
+        detail::Integer& number = env_.integer_of(which);
         if (type == od::json_type::number) {
           if (auto n = detail::parse_int64(token)) number = detail::Integer{*n, true};
         }
@@ -378,38 +325,61 @@ class EnvelopeDecoder {
   const char* base_;
 };
 
-Result<Envelope, DecodeError> EnvelopeBuilder::decode(std::string_view body, const DecodeOptions& options) {
-  auto env = decode_once(body, options);
-  if (!env && env.error().reason == Rejection::invalid_json) {
+// Defined, not defaulted in the class, so that `Envelope()` runs the member
+// initializers only instead of zero-filling its 500 bytes first.
+Envelope::Envelope() noexcept = default;
+
+// Both functions return the one Result they fill, so that it is built in the
+// caller's place: an Envelope is large and moving it costs a tenth of
+// decoding a small body.
+Result<Envelope, DecodeError> EnvelopeBuilder::decode(std::string_view body, const DecodeOptions& options, bool tape) {
+  Result<Envelope, DecodeError> out = decode_once(body, options, tape);
+  if (!out && out.error().reason == Rejection::invalid_json) {
     // simdjson reports a whole envelope followed by more bytes as a document
     // that "ended early": name the real fault. The envelope alone counts as
     // whole when it decodes, or fails for a reason other than its JSON.
     const auto at = detail::trailing_content_at(body, [&](std::string_view alone) {
-      auto prefix = decode_once(alone, options);
+      auto prefix = decode_once(alone, options, tape);
       return prefix.has_value() || prefix.error().reason != Rejection::invalid_json;
     });
     if (at) {
       const bool object = detail::trim_json_space(body).front() == '{';
-      return unexpected(DecodeError{Rejection::invalid_json, std::string("trailing content after the ") +
-                                                                 (object ? "envelope object" : "JSON value") +
-                                                                 ", at byte " + std::to_string(*at)});
+      out = unexpected(DecodeError{Rejection::invalid_json, std::string("trailing content after the ") +
+                                                                (object ? "envelope object" : "JSON value") +
+                                                                ", at byte " + std::to_string(*at)});
     }
   }
-  return env;
+  return out;
 }
 
-Result<Envelope, DecodeError> EnvelopeBuilder::decode_once(std::string_view body, const DecodeOptions& options) {
+Result<Envelope, DecodeError> EnvelopeBuilder::decode_once(std::string_view body, const DecodeOptions& options,
+                                                           bool tape) {
+  Result<Envelope, DecodeError> out{Envelope()};
   if (body.size() > options.max_bytes || body.size() >= std::numeric_limits<std::uint32_t>::max()) {
-    return unexpected(DecodeError{Rejection::too_large, "the body has " + std::to_string(body.size()) +
-                                                            " bytes, over the limit of " +
-                                                            std::to_string(options.max_bytes)});
+    out = unexpected(DecodeError{Rejection::too_large, "the body has " + std::to_string(body.size()) +
+                                                           " bytes, over the limit of " +
+                                                           std::to_string(options.max_bytes)});
+    return out;
   }
-  Envelope env;
+  Envelope& env = *out;
   env.buffer_.reserve(body.size() + simdjson::SIMDJSON_PADDING);
   env.buffer_.assign(body);
   env.buffer_.append(simdjson::SIMDJSON_PADDING, '\0');
   env.body_size_ = body.size();
 
+  if (tape && detail::decode_on_tape(env, options)) {
+    env.rejection_ = accepts(env).reason();
+    return out;
+  }
+  // The fast path declined: decode again from a clean layout, keeping the buffer.
+  Envelope exact;
+  exact.buffer_ = std::move(env.buffer_);
+  exact.body_size_ = env.body_size_;
+  out = decode_on_demand(std::move(exact), options);
+  return out;
+}
+
+Result<Envelope, DecodeError> EnvelopeBuilder::decode_on_demand(Envelope env, const DecodeOptions& options) {
   od::parser& parser = detail::thread_parser(options.max_depth);
   od::document doc;
   if (auto code = parser.iterate(env.buffer_.data(), env.body_size_, env.buffer_.size()).get(doc)) {
@@ -423,6 +393,10 @@ Result<Envelope, DecodeError> EnvelopeBuilder::decode_once(std::string_view body
 
 Result<Envelope, DecodeError> Envelope::decode(std::string_view body, const DecodeOptions& options) {
   return EnvelopeBuilder::decode(body, options);
+}
+
+Result<Envelope, DecodeError> detail::decode_on_demand(std::string_view body, const DecodeOptions& options) {
+  return EnvelopeBuilder::decode(body, options, false);
 }
 
 }  // namespace babelqueue

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "json_walk.hpp"
+#include "on_demand.hpp"
 #include "parser_pool.hpp"
+#include "structural_cursor.hpp"
 
 #include <babelqueue/json.hpp>
 
+#include <cfloat>
 #include <charconv>
 #include <cmath>
 
@@ -207,17 +210,16 @@ std::optional<std::size_t> end_of_first_container(std::string_view text) noexcep
 
 namespace {
 
-Result<Value> parse_json_once(std::string_view text, const JsonLimits& limits);
+Result<Value> parse_json_once(std::string_view text, const JsonLimits& limits, bool tape);
 
-}  // namespace
-
-Result<Value> parse_json(std::string_view text, const JsonLimits& limits) {
-  auto value = parse_json_once(text, limits);
+// parse_json; tape: whether the DOM fast path may decide.
+Result<Value> parse_json_with(std::string_view text, const JsonLimits& limits, bool tape) {
+  auto value = parse_json_once(text, limits, tape);
   if (!value && value.error().code() == Errc::invalid_json) {
     // The parser reports a valid value followed by more as truncated or
     // malformed: say what it is.
     const auto at = detail::trailing_content_at(
-        text, [&](std::string_view alone) { return parse_json_once(alone, limits).has_value(); });
+        text, [&](std::string_view alone) { return parse_json_once(alone, limits, tape).has_value(); });
     if (at) {
       return unexpected(Errc::invalid_json,
                         "invalid_json: trailing content after the JSON value, at byte " + std::to_string(*at));
@@ -226,9 +228,95 @@ Result<Value> parse_json(std::string_view text, const JsonLimits& limits) {
   return value;
 }
 
+}  // namespace
+
+Result<Value> parse_json(std::string_view text, const JsonLimits& limits) {
+  return parse_json_with(text, limits, true);
+}
+
+Result<Value> detail::parse_json_on_demand(std::string_view text, const JsonLimits& limits) {
+  return parse_json_with(text, limits, false);
+}
+
 namespace {
 
-Result<Value> parse_json_once(std::string_view text, const JsonLimits& limits) {
+// parse_json's fast path: the DOM parser (the kernel chosen at run time)
+// validates the text, then its tape becomes a Value. Gives up (false) on what
+// the On-Demand pass must decide: a parse error (with its reason), nesting
+// over the limit. A double is the parser's, which is the correctly rounded
+// value of its text like number_value's, except near zero, where
+// number_value (which keeps an underflowing text) reads the text itself: the
+// cursor follows the tape over the text for that.
+class TapeReader {
+ public:
+  TapeReader(const char* text, const simdjson::dom::parser& parser, std::size_t max_depth) noexcept
+      : tape_(parser.doc), at_(text, parser), max_depth_(max_depth) {}
+
+  // The value at tape index t (the cursor at its first token) into out.
+  bool read(std::size_t t, std::size_t depth, Value& out) {
+    switch (tape_.type(t)) {
+      case '{': {
+        if (depth > max_depth_) return false;
+        at_.advance();
+        out = Object();
+        for (std::size_t i = t + 1; tape_.type(i) != '}'; i = tape_.after(i + 1)) {
+          const std::string_view key = tape_.string(i);
+          at_.advance(2);  // the key and ':'
+          if (!read(i + 1, depth + 1, out.as_object().set(std::string(key), Value()))) return false;
+          at_.skip_comma();
+        }
+        at_.advance();
+        return true;
+      }
+      case '[': {
+        if (depth > max_depth_) return false;
+        at_.advance();
+        out = Array();
+        for (std::size_t i = t + 1; tape_.type(i) != ']'; i = tape_.after(i)) {
+          out.as_array().emplace_back();
+          if (!read(i, depth + 1, out.as_array().back())) return false;
+          at_.skip_comma();
+        }
+        at_.advance();
+        return true;
+      }
+      case '"': out = std::string(tape_.string(t)); break;
+      case 'l': out = *tape_.int64(t); break;
+      case 'u': out = tape_.number<std::uint64_t>(t); break;
+      case 'd': {
+        const double d = tape_.number<double>(t);
+        if (std::fabs(d) < DBL_MIN) {
+          out = detail::number_value(at_.scalar());
+          return true;
+        }
+        out = d;
+        break;
+      }
+      case 't': out = true; break;
+      case 'f': out = false; break;
+      case 'n': out = nullptr; break;
+      default: return false;
+    }
+    at_.advance();
+    return true;
+  }
+
+ private:
+  detail::Tape tape_;
+  detail::StructuralCursor at_;
+  std::size_t max_depth_;
+};
+
+std::optional<Value> parse_on_tape(const simdjson::padded_string& text, std::size_t max_depth) {
+  simdjson::dom::parser& parser = detail::thread_dom_parser();
+  if (parser.parse(text).error()) return std::nullopt;
+  TapeReader reader(text.data(), parser, max_depth);
+  Value out;
+  if (!reader.read(1, 1, out)) return std::nullopt;  // 0 is the root word
+  return out;
+}
+
+Result<Value> parse_json_once(std::string_view text, const JsonLimits& limits, bool tape) {
   namespace od = detail::od;
   auto fail = [](Rejection reason, std::string_view what) {
     return unexpected(reason == Rejection::invalid_utf8 ? Errc::invalid_utf8 : Errc::invalid_json,
@@ -236,6 +324,9 @@ Result<Value> parse_json_once(std::string_view text, const JsonLimits& limits) {
   };
   if (text.size() > limits.max_bytes) return fail(Rejection::too_large, "text is larger than the limit");
   simdjson::padded_string padded(text);
+  if (tape) {
+    if (auto value = parse_on_tape(padded, limits.max_depth)) return std::move(*value);
+  }
   od::parser& parser = detail::thread_parser(limits.max_depth);
   od::document doc;
   if (auto code = parser.iterate(padded).get(doc))

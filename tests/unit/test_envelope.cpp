@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <set>
 #include <thread>
 
@@ -187,6 +188,77 @@ TEST(EnvelopeDecode, ForbiddenKeysWarnThroughTheHookAndAreDropped) {
   EXPECT_EQ(env.warnings(), seen);
   EXPECT_EQ(env.encode().value(),
             R"({"job":"urn:a","trace_id":"t","data":{},"meta":{"schema_version":1},"attempts":0})");
+}
+
+TEST(EnvelopeDecode, ReadsEveryMemberWhateverTheSpacingAndEscapes) {
+  // White space around every token, escapes in keys and values, unknown keys
+  // holding containers: each member's bytes are found where they are.
+  const std::string data = R"({ "x" : [ 1 , {"y":null} , -0.5e3 ] , "z":"\"}]" , "e" : {} })";
+  const std::string body =
+      " {\t\"job\" : \"urn:a\\u0062\" ,\n \"trace_id\":\"t\" , \"data\" : " + data +
+      R"( , "meta" : { "schema_version" : 1 , "id" : "i\n" , "extra" : [ { } ] ,)" +
+      R"( "created_at" : 12 } , "attempts" : 3 , "x-unknown" : { "a" : [ ] } , "k\u0065y" : true )" + "}\r\n";
+  auto env = decode(body);
+  EXPECT_EQ(env.urn(), "urn:ab");
+  EXPECT_EQ(env.trace_id(), "t");
+  EXPECT_EQ(env.data_json(), data);
+  EXPECT_EQ(env.data()["z"].as_string(), "\"}]");
+  EXPECT_EQ(env.id(), "i\n");
+  EXPECT_EQ(env.schema_version(), 1);
+  EXPECT_EQ(env.created_at(), 12);
+  EXPECT_EQ(env.attempts(), 3);
+  EXPECT_TRUE(bq::accepts(env));
+  EXPECT_EQ(env.body(), body);
+  EXPECT_EQ(env.encode().value(),
+            R"({"job":"urn:a\u0062","trace_id":"t","data":{"x":[1,{"y":null},-0.5e3],"z":"\"}]","e":{}},)"
+            R"("meta":{"id":"i\n","schema_version":1,"created_at":12,"extra":[{}]},"attempts":3,)"
+            R"("x-unknown":{"a":[]},"k\u0065y":true})");
+}
+
+TEST(EnvelopeDecode, NumbersNoMachineTypeHoldsAreValidJson) {
+  // Valid JSON whatever their size: kept as bytes in data, read as text.
+  const std::string body =
+      R"({"job":"urn:a","trace_id":"t","data":{"big":123456789012345678901234567890,"huge":1e400},)"
+      R"("meta":{"schema_version":1},"attempts":0})";
+  auto env = decode(body);
+  EXPECT_TRUE(bq::accepts(env));
+  EXPECT_EQ(env.data_json(), R"({"big":123456789012345678901234567890,"huge":1e400})");
+  EXPECT_EQ(env.data()["huge"].kind(), bq::Value::Kind::number_text);
+  EXPECT_EQ(env.data()["big"].kind(), bq::Value::Kind::number_text);
+}
+
+TEST(EnvelopeDecode, DepthIsCountedInsideEveryMember) {
+  // data at depth 2, an unknown meta member at depth 3.
+  EXPECT_TRUE(bq::Envelope::decode(R"({"data":[[1]],"meta":{"x":[]}})", {.max_depth = 3}));
+  for (const char* body : {R"({"data":[[[1]]]})", R"({"meta":{"x":[[]]}})", R"({"other":{"a":{"b":{}}}})"}) {
+    auto r = bq::Envelope::decode(body, {.max_depth = 3});
+    ASSERT_FALSE(r) << body;
+    EXPECT_EQ(r.error().reason, bq::Rejection::too_deep) << body;
+  }
+  auto meta = bq::Envelope::decode(R"({"meta":{}})", {.max_depth = 1});
+  ASSERT_FALSE(meta);
+  EXPECT_EQ(meta.error().reason, bq::Rejection::too_deep);
+}
+
+TEST(EnvelopeDecode, WarningsAreToldOnceEvenWhenTheBodyIsRejectedLater) {
+  int told = 0;
+  bq::DecodeOptions options;
+  options.on_warning = [&](std::string_view) { ++told; };
+  auto r = bq::Envelope::decode(R"({"timestamp":1,"job":"a","job":"b"})", options);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().reason, bq::Rejection::duplicate_key);
+  EXPECT_LE(told, 1);
+}
+
+TEST(JsonKernel, IsASimdjsonKernelAndTheEnvironmentForcesThePortableOne) {
+  const std::string_view kernel = bq::json_kernel();
+  const char* forced = std::getenv("BABELQUEUE_JSON_KERNEL");
+  if (forced != nullptr && std::string_view(forced) == "portable") {
+    EXPECT_EQ(kernel, "fallback");
+  } else {
+    const std::set<std::string_view> known{"icelake", "haswell", "westmere", "arm64", "ppc64", "fallback"};
+    EXPECT_TRUE(known.count(kernel) == 1) << kernel;
+  }
 }
 
 // ---- accepts ------------------------------------------------------------------------

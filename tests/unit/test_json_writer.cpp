@@ -198,6 +198,22 @@ TEST(JsonReader, ParsesNumbersIntoTheNarrowestKind) {
   EXPECT_TRUE(std::signbit(v["z"].as_double()));
 }
 
+TEST(JsonReader, NumbersNearZeroAreReadFromTheirText) {
+  // A double that underflows keeps its text like one that overflows; the text
+  // is found however much white space and nesting comes before it.
+  auto v = bq::parse_json(R"( { "s" : [ {"k":"x,\"]"} , 0.0 , 1e-400 , -0.0 ] , "o" : { "t" : [ 0.0e5 , 1E-999 ] } } )")
+               .value();
+  const auto& s = v["s"].as_array();
+  EXPECT_EQ(s[1].kind(), bq::Value::Kind::floating);
+  EXPECT_EQ(s[1].as_double(), 0.0);
+  EXPECT_EQ(s[2].kind(), bq::Value::Kind::number_text);
+  EXPECT_EQ(s[2].number_text(), "1e-400");
+  EXPECT_TRUE(std::signbit(s[3].as_double()));
+  const auto& t = v["o"]["t"].as_array();
+  EXPECT_EQ(t[0].as_double(), 0.0);
+  EXPECT_EQ(t[1].number_text(), "1E-999");
+}
+
 TEST(JsonReader, RejectsWhatIsNotStrictJson) {
   for (const char* bad : {"", "{", "{\"a\":01}", "[1,]", "{\"a\":tru}", "\"\\x\"", "{} x", "nul", "1.", "-", "[1 2]",
                           "\"\\ud800\"", "{\"a\" 1}"}) {
