@@ -14,7 +14,10 @@
 //             container run by 1 or 4 threads  vs  one transport with 1 or 4 threads looping
 //             receive(16 / threads) + ack() (a Worker's default prefetch of
 //             16 shared by its handler threads), and a Worker at concurrency
-//             1 and 4 with a no-op handler (what an application runs).
+//             1 and 4 with a no-op handler (what an application runs). At
+//             concurrency 4 the transport has connections=4, as the raw loop
+//             has 4 connections (ADR 0041); the same at its default of one
+//             connection is shown next to it, without a target.
 //   python    the Python SDK (babelqueue[artemis]'s ArtemisTransport), as a
 //             child process: publish one by one, and pop + ack (credit 1);
 //             next to it the SDK's own publish() one by one.
@@ -28,7 +31,7 @@
 // URL default: $BABELQUEUE_URL, else artemis://admin:admin@127.0.0.1:5672.
 // --only runs one group (publish, c1, c4, python) or one measurement
 // (raw-publish, sdk-publish, raw-c1, sdk-c1, worker-c1, raw-c4, sdk-c4,
-// worker-c4), for profiling. Each round runs every measurement once, raw and
+// worker-c4, sdk-c4-one), for profiling. Each round runs every measurement once, raw and
 // SDK in an order that turns every round; the figures are the medians over
 // the rounds (a shared machine is noisy). Each measurement has a queue of its
 // own, filled (or drained) outside the clock.
@@ -560,7 +563,7 @@ int main(int argc, char** argv) {
   const std::string start_load = load_average();
 
   auto transport = open_sdk(*options);
-  std::vector<double> raw_pubs, sdk_pubs, raw_c1s, sdk_c1s, raw_c4s, sdk_c4s, worker_c1s, worker_c4s;
+  std::vector<double> raw_pubs, sdk_pubs, raw_c1s, sdk_c1s, raw_c4s, sdk_c4s, worker_c1s, worker_c4s, sdk_c4_ones;
   // The client's CPU per message, by measurement.
   std::map<std::string, std::vector<double>> cpu;
   auto keep = [&cpu](std::vector<double>& rates, const char* name, Measured m) {
@@ -580,9 +583,12 @@ int main(int argc, char** argv) {
       fill(*transport, name, body, messages);
       return name;
     };
-    // A fresh transport per SDK consume measurement, closed after it.
-    auto with_sdk = [&](const std::string& name, auto&& measure) {
-      auto sdk = open_sdk(*options);
+    // A fresh transport per SDK consume measurement, with `connections`,
+    // closed after it.
+    auto with_sdk = [&](const std::string& name, std::uint32_t connections, auto&& measure) {
+      auto sdk_options = *options;
+      sdk_options.connections = connections;
+      auto sdk = open_sdk(sdk_options);
       const Measured result = measure(*sdk, name);
       sdk->close();
       return result;
@@ -629,9 +635,19 @@ int main(int argc, char** argv) {
                RawConsumers(endpoint, name, config.messages, threads, options->credit).run());
         });
       }
+      // As many connections as the raw loop has.
+      const auto connections = static_cast<std::uint32_t>(threads);
       if (wanted(group, sdk_name)) {
         steps.emplace_back([&, name = filled(sdk_name, config.messages)] {
-          keep(c1 ? sdk_c1s : sdk_c4s, sdk_name, with_sdk(name, [&](bq::artemis::Transport& sdk, const std::string& q) {
+          keep(c1 ? sdk_c1s : sdk_c4s, sdk_name,
+               with_sdk(name, connections, [&](bq::artemis::Transport& sdk, const std::string& q) {
+                 return sdk_consume(config.messages, sdk, q, threads);
+               }));
+        });
+      }
+      if (!c1 && wanted(group, "sdk-c4-one")) {
+        steps.emplace_back([&, name = filled("sdk-c4-one", config.messages)] {
+          keep(sdk_c4_ones, "sdk-c4-one", with_sdk(name, 1, [&](bq::artemis::Transport& sdk, const std::string& q) {
                  return sdk_consume(config.messages, sdk, q, threads);
                }));
         });
@@ -639,7 +655,7 @@ int main(int argc, char** argv) {
       if (wanted(group, worker_name)) {
         steps.emplace_back([&, name = filled(worker_name, config.messages)] {
           keep(c1 ? worker_c1s : worker_c4s, worker_name,
-               with_sdk(name, [&](bq::artemis::Transport& sdk, const std::string& q) {
+               with_sdk(name, connections, [&](bq::artemis::Transport& sdk, const std::string& q) {
                  return worker_consume(config.messages, sdk, q, static_cast<std::size_t>(threads));
                }));
         });
@@ -661,16 +677,17 @@ int main(int argc, char** argv) {
     auto last = [](const std::vector<double>& values) { return values.empty() ? 0.0 : values.back(); };
     std::fprintf(stderr,
                  "round %d: publish raw %.0f sdk %.0f | c1 raw %.0f sdk %.0f worker %.0f | c4 raw %.0f sdk %.0f "
-                 "worker %.0f | one by one python %.0f sdk %.0f raw %.0f | python pop %.0f\n",
+                 "worker %.0f sdk-one %.0f | one by one python %.0f sdk %.0f raw %.0f | python pop %.0f\n",
                  round + 1, last(raw_pubs), last(sdk_pubs), last(raw_c1s), last(sdk_c1s), last(worker_c1s),
-                 last(raw_c4s), last(sdk_c4s), last(worker_c4s), last(py_pubs), last(sdk_each), last(raw_each),
-                 last(py_pops));
+                 last(raw_c4s), last(sdk_c4s), last(worker_c4s), last(sdk_c4_ones), last(py_pubs), last(sdk_each),
+                 last(raw_each), last(py_pops));
   }
   transport->close();
 
   const double raw_pub = median(raw_pubs), sdk_pub = median(sdk_pubs);
   const double raw_c1 = median(raw_c1s), sdk_c1 = median(sdk_c1s), worker_c1 = median(worker_c1s);
   const double raw_c4 = median(raw_c4s), sdk_c4 = median(sdk_c4s), worker_c4 = median(worker_c4s);
+  const double sdk_c4_one = median(sdk_c4_ones);
   const double py_pub = median(py_pubs), py_pop = median(py_pops), each = median(sdk_each);
   const double raw_one = median(raw_each);
 
@@ -683,6 +700,7 @@ int main(int argc, char** argv) {
   line("raw proton receive+accept, 4 receivers", raw_c4);
   line("SDK receive+ack, concurrency 4", sdk_c4);
   line("SDK Worker consume+ack, concurrency 4", worker_c4);
+  line("SDK receive+ack, concurrency 4, one connection", sdk_c4_one);
   line("Python SDK publish (one by one)", py_pub);
   line("SDK publish (one by one)", each);
   line("raw proton publish (one by one)", raw_one);
@@ -696,13 +714,14 @@ int main(int argc, char** argv) {
   ratio("SDK publish_batch / Python SDK publish", sdk_pub / py_pub, 3.0);
   ratio("SDK receive+ack c1 / Python SDK pop+ack", sdk_c1 / py_pop, 3.0);
   ratio("SDK Worker c1 / Python SDK pop+ack", worker_c1 / py_pop, 3.0);
+  info_ratio("SDK c4 one connection / raw c4", sdk_c4_one / raw_c4);
   info_ratio("SDK publish one by one / Python SDK publish", each / py_pub);
   info_ratio("SDK / raw publish one by one", each / raw_one);
   // The client's CPU per message (medians): what the SDK costs over proton
   // itself, on a machine whose load moves msg/s by far more.
   std::printf("\nclient CPU per message (all threads of this process, medians):\n");
   for (const char* name :
-       {"raw-publish", "sdk-publish", "raw-c1", "sdk-c1", "worker-c1", "raw-c4", "sdk-c4", "worker-c4"}) {
+       {"raw-publish", "sdk-publish", "raw-c1", "sdk-c1", "worker-c1", "raw-c4", "sdk-c4", "worker-c4", "sdk-c4-one"}) {
     if (const auto it = cpu.find(name); it != cpu.end()) std::printf("  %-12s %7.2f us\n", name, median(it->second));
   }
   std::printf("load average: %s at the start, %s at the end\n", start_load.c_str(), load_average().c_str());

@@ -524,7 +524,9 @@ class Client::Impl final : public proton::messaging_handler {
   }
 
   void on_message(proton::delivery& d, proton::message& m) override {
-    if (auto browser = browsers_.find(d.receiver()); browser != browsers_.end()) {
+    // The browsers and request/response channels are looked up only when
+    // there are any: each lookup wraps the link in a proton::receiver.
+    if (auto browser = browsers_.empty() ? browsers_.end() : browsers_.find(d.receiver()); browser != browsers_.end()) {
       const std::shared_ptr<BrowseOp> op = browser->second;
       std::vector<char> encoded;
       m.encode(encoded);
@@ -538,8 +540,9 @@ class Client::Impl final : public proton::messaging_handler {
       if (full) end_browse(op, std::nullopt);
       return;
     }
-    if (on_reply(d, m)) return;
-    auto it = receivers_.find(d.receiver());
+    if (!channel_receivers_.empty() && on_reply(d, m)) return;
+    pn_link_t* const link = pn_delivery_link(detail::c_delivery(d));
+    auto it = receivers_.find(link);
     if (it == receivers_.end()) {
       d.release();
       return;
@@ -560,7 +563,7 @@ class Client::Impl final : public proton::messaging_handler {
     // context switch each and handed receive() one message at a time). A
     // delivery still arriving in parts counts as queued too: the wake then
     // waits for its last frame, or for the receive()'s own deadline.
-    const bool more_queued = pn_link_queued(detail::c_link(d.receiver())) > 1;
+    const bool more_queued = pn_link_queued(link) > 1;
     std::lock_guard lock(mutex_);
     // The message proton decoded is handed over as it is: swapped with a
     // recycled one, which proton decodes the next delivery into.
@@ -577,7 +580,10 @@ class Client::Impl final : public proton::messaging_handler {
     slot.state = Slot::State::held;
     incoming.id = (static_cast<std::uint64_t>(slot.generation) << 32) | index;
     it->second->buffer.push_back(std::move(incoming));
-    if (!more_queued) cv_.notify_all();
+    if (!more_queued) {
+      cv_.notify_all();
+      if (options_.arrivals) options_.arrivals->ring();
+    }
   }
 
   void on_tracker_accept(proton::tracker& t) override { tracker_done(t, std::nullopt); }
@@ -843,7 +849,8 @@ class Client::Impl final : public proton::messaging_handler {
     Slot& slot = slots_[index];
     slot.delivery = proton::delivery();
     slot.state = Slot::State::free;
-    ++slot.generation;
+    slot.generation = (slot.generation + 1) & kGenerationMask;
+    if (slot.generation == 0) slot.generation = 1;
     free_slots_.push_back(index);
   }
 
@@ -909,7 +916,7 @@ class Client::Impl final : public proton::messaging_handler {
       return;
     }
     if (options_.receiver_settles_second) detail::request_receiver_settles_second(in->link);
-    receivers_[in->link] = in;
+    receivers_[detail::c_link(in->link)] = in;
     in->link.add_credit(options_.credit_window);
     std::lock_guard lock(mutex_);
     in->taken = 0;
@@ -978,7 +985,7 @@ class Client::Impl final : public proton::messaging_handler {
   }
 
   void receiver_failed(proton::receiver& r, const proton::error_condition& condition) {
-    auto it = receivers_.find(r);
+    auto it = receivers_.find(detail::c_link(r));
     if (it == receivers_.end()) return;
     auto in = it->second;
     receivers_.erase(it);
@@ -997,6 +1004,7 @@ class Client::Impl final : public proton::messaging_handler {
     in->open = false;  // the next receive() opens it again
     in->error = std::move(error);
     cv_.notify_all();
+    if (options_.arrivals) options_.arrivals->ring();
   }
 
   struct SenderState {
@@ -1550,10 +1558,12 @@ class Client::Impl final : public proton::messaging_handler {
 
   // The delivery table: a received message's slot from on_message() until
   // its settlement is applied. An id is the slot's index (low 32 bits) and
-  // its generation (high 32 bits), which changes each time the slot is
-  // freed, so a stale id no longer matches. The table grows under mutex_ on
+  // its generation (the 24 bits above: the top byte stays the caller's, see
+  // Incoming::id), which changes each time the slot is freed, so a stale id
+  // no longer matches. The table grows under mutex_ on
   // the container's thread; generation and state are read and written under
   // mutex_, delivery on the container's thread only.
+  static constexpr std::uint32_t kGenerationMask = 0xFFFFFF;
   struct Slot {
     proton::delivery delivery;
     std::uint32_t generation = 1;
@@ -1574,7 +1584,7 @@ class Client::Impl final : public proton::messaging_handler {
   std::optional<Clock::time_point> reconnect_at_;
   std::map<std::string, SenderState> senders_;
   std::map<proton::sender, std::string> sender_address_;
-  std::map<proton::receiver, std::shared_ptr<Inbound>> receivers_;
+  std::unordered_map<pn_link_t*, std::shared_ptr<Inbound>> receivers_;
   std::map<proton::receiver, std::shared_ptr<BrowseOp>> browsers_;
   std::vector<std::pair<std::uint64_t, Outcome>> applying_;  // apply_settlements()'s batch
   std::vector<std::uint32_t> applied_;

@@ -74,7 +74,10 @@ namespace babelqueue::amqp10 {
 
 // A message received and not yet settled.
 struct Incoming {
-  std::uint64_t id = 0;  // its key in the delivery table, for settle()
+  // Its key in the delivery table, for settle(). Below 2^56: a caller
+  // spreading its work over several clients may keep which one in the top
+  // byte (and take it off before settling).
+  std::uint64_t id = 0;
   // With a ConnectionOptions::reader: what it read from the message (and
   // message and tag stay empty).
   std::unique_ptr<Read> read;

@@ -11,12 +11,50 @@
 #include <babelqueue/log_sink.hpp>
 #include <babelqueue/tls_options.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace babelqueue::amqp10 {
+
+// A doorbell several clients share: each rings it once it has buffered
+// received messages (after the last delivery of a read), or a receiver link
+// failed, so that a caller receiving from all of them waits for any one.
+//
+// Thread-safety: every method may be called from several threads at once.
+class Arrivals {
+ public:
+  // How many times it rang so far: the value to wait past.
+  std::uint64_t rings() const { return rings_.load(); }
+  // Wakes the callers waiting in wait_past(); costs an atomic increment when
+  // none is (the connection's thread rings it for every read).
+  void ring() {
+    rings_.fetch_add(1);
+    if (waiting_.load() == 0) return;
+    { std::lock_guard lock(mutex_); }  // a waiter between its check and its sleep has gone to sleep
+    cv_.notify_all();
+  }
+  // Waits until it rang after `seen` was read, at most until deadline;
+  // false when the deadline came first.
+  bool wait_past(std::uint64_t seen, std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
+    waiting_.fetch_add(1);
+    const bool rang = cv_.wait_until(lock, deadline, [&] { return rings_.load() != seen; });
+    waiting_.fetch_sub(1);
+    return rang;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::atomic<std::uint64_t> rings_{0};
+  std::atomic<int> waiting_{0};
+};
 
 struct ConnectionOptions {
   std::string host = "127.0.0.1";
@@ -54,6 +92,8 @@ struct ConnectionOptions {
   // Incoming::read (message_reader.hpp). Empty: Incoming::message carries
   // the message itself.
   MessageReader reader;
+  // Rung as messages arrive (see Arrivals); empty: none.
+  std::shared_ptr<Arrivals> arrivals;
   // Claims-based security: a token on $cbs for each address before its
   // links open (Service Bus); empty: none.
   Claims claims;

@@ -10,7 +10,10 @@
 #include <babelqueue/url_options.hpp>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -19,6 +22,14 @@ namespace babelqueue::artemis {
 namespace {
 
 constexpr std::uint16_t kDefaultPort = 5672;
+constexpr std::uint32_t kMaxConnections = 64;
+
+// A delivery's token: the amqp10 client's id, with the index of the
+// connection that received it in the top byte (client.hpp: Incoming::id).
+constexpr int kConnectionShift = 56;
+constexpr std::uint64_t kClientIdMask = (std::uint64_t{1} << kConnectionShift) - 1;
+
+using Clock = std::chrono::steady_clock;
 
 Result<void> check_queue(std::string_view queue) {
   if (queue.empty()) return unexpected(Errc::invalid_argument, "the queue name is empty");
@@ -27,12 +38,65 @@ Result<void> check_queue(std::string_view queue) {
 
 }  // namespace
 
+// The transport's connections. The first one publishes, browses and
+// receives; with Options::connections above 1, receive() opens the others
+// (receivers only) the first time it runs, and takes what any of them has.
 class Transport::State {
  public:
-  State(Options o, std::unique_ptr<amqp10::Client> c) : options(std::move(o)), client(std::move(c)) {}
+  State(Options o, amqp10::ConnectionOptions c, std::unique_ptr<amqp10::Client> first)
+      : options(std::move(o)), connection(std::move(c)), client(first.get()), clients(options.connections) {
+    clients[0] = std::move(first);
+  }
+
+  // The connections open so far: clients[0, count) (never fewer later).
+  std::size_t count() const { return open.load(std::memory_order_acquire); }
+
+  // The connection that received delivery, and its id there; null when the
+  // token names no connection of this transport.
+  amqp10::Client* owner(const Delivery& delivery, std::uint64_t& id) const {
+    const auto index = static_cast<std::size_t>(delivery.token.id >> kConnectionShift);
+    id = delivery.token.id & kClientIdMask;
+    return index < count() ? clients[index].get() : nullptr;
+  }
+
+  // Opens the receiving connections not open yet, unless another thread is
+  // at it (this one then goes on with those open) or the last attempt failed
+  // less than a reconnect pause ago.
+  void open_receivers() {
+    if (count() == clients.size() || closed.load()) return;
+    std::unique_lock lock(opening, std::try_to_lock);
+    if (!lock.owns_lock() || Clock::now() < retry_at) return;
+    for (std::size_t i = count(); i < clients.size() && !closed.load(); ++i) {
+      amqp10::ConnectionOptions c = connection;
+      if (!c.container_id.empty()) c.container_id += "-" + std::to_string(i + 1);
+      auto opened = amqp10::Client::connect(std::move(c));
+      if (!opened) {
+        retry_at = Clock::now() + options.reconnect.delay_for(failures++);
+        if (options.log) {
+          options.log(LogLevel::warning, "artemis: receiving connection " + std::to_string(i + 1) + " of " +
+                                             std::to_string(clients.size()) + " could not open (" +
+                                             opened.error().message() + "); receiving on " + std::to_string(i) +
+                                             " until it does");
+        }
+        return;
+      }
+      clients[i] = std::move(*opened);
+      failures = 0;
+      open.store(i + 1, std::memory_order_release);
+    }
+  }
 
   Options options;
-  std::unique_ptr<amqp10::Client> client;
+  amqp10::ConnectionOptions connection;  // what each further connection opens with
+  amqp10::Client* client;                // clients[0]
+  // Sized once (Options::connections); an entry is set before open counts
+  // it, and stays until the transport is destroyed.
+  std::vector<std::unique_ptr<amqp10::Client>> clients;
+  std::atomic<std::size_t> open{1};
+  std::atomic<bool> closed{false};
+  std::mutex opening;          // open_receivers()
+  Clock::time_point retry_at;  // opening
+  std::int64_t failures = 0;   // opening
 };
 
 Transport::Transport(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -41,6 +105,11 @@ Transport::~Transport() { close(); }
 
 Result<std::unique_ptr<Transport>> Transport::open(Options options) {
   if (options.credit == 0) return unexpected(Errc::invalid_argument, "artemis: credit must be at least 1");
+  if (options.connections == 0 || options.connections > kMaxConnections) {
+    return unexpected(Errc::invalid_argument, "artemis: connections must be from 1 to " +
+                                                  std::to_string(kMaxConnections) + ", got " +
+                                                  std::to_string(options.connections));
+  }
   amqp10::ConnectionOptions c;
   c.host = options.host.empty() ? "localhost" : options.host;
   c.port = options.port;
@@ -58,11 +127,13 @@ Result<std::unique_ptr<Transport>> Transport::open(Options options) {
   c.terminus_capabilities = {"queue"};
   c.reader = read_delivery;
   c.log = options.log;
-  auto client = amqp10::Client::connect(std::move(c));
+  if (options.connections > 1) c.arrivals = std::make_shared<amqp10::Arrivals>();
+  auto client = amqp10::Client::connect(c);
   if (!client) {
     return unexpected(client.error().code(), "artemis: " + client.error().message());
   }
-  return std::unique_ptr<Transport>(new Transport(std::make_unique<State>(std::move(options), std::move(*client))));
+  return std::unique_ptr<Transport>(
+      new Transport(std::make_unique<State>(std::move(options), std::move(c), std::move(*client))));
 }
 
 Result<Transport::Options> Transport::options_from_url(const Url& url) {
@@ -84,6 +155,7 @@ Result<Transport::Options> Transport::options_from_url(const Url& url) {
   UrlOptionReader read(url);
   read.integer("credit", options.credit, 1, 100000);
   read.integer("max_message_size", options.max_message_size, 0, std::numeric_limits<std::int64_t>::max());
+  read.integer("connections", options.connections, 1, kMaxConnections);
   read.duration("connect_timeout", options.connect_timeout,
                 {.min = std::chrono::milliseconds(1), .max = std::chrono::hours(1)});
   read.duration("publish_timeout", options.publish_timeout,
@@ -159,50 +231,117 @@ Result<std::vector<Delivery>> Transport::receive(std::string_view queue, std::si
                                                  std::chrono::milliseconds wait) {
   if (auto ok = check_queue(queue); !ok) return unexpected(ok.error());
   if (max == 0) return unexpected(Errc::invalid_argument, "artemis: receive of 0 messages");
-  auto incoming = state_->client->receive(queue, max, wait);
-  if (!incoming) return unexpected(incoming.error());
+  State& s = *state_;
+  // What connection `index` received, appended to out as deliveries whose
+  // token says where they came from.
   std::vector<Delivery> out;
-  out.reserve(incoming->size());
-  for (auto& in : *incoming) {
-    if (in.read) {
-      out.push_back(std::move(static_cast<DeliveryRead&>(*in.read).delivery));
-      out.back().token.id = in.id;
-    } else {
-      out.push_back(to_delivery(queue, in.id, in.message));  // the reader threw: read here
+  auto take = [&](std::size_t index, std::vector<amqp10::Incoming>& incoming) {
+    out.reserve(out.size() + incoming.size());
+    const std::uint64_t tag = static_cast<std::uint64_t>(index) << kConnectionShift;
+    for (auto& in : incoming) {
+      if (in.read) {
+        out.push_back(std::move(static_cast<DeliveryRead&>(*in.read).delivery));
+        out.back().token.id = in.id | tag;
+      } else {
+        out.push_back(to_delivery(queue, in.id | tag, in.message));  // the reader threw: read here
+      }
     }
+    s.clients[index]->recycle(incoming);
+  };
+  s.open_receivers();
+  const std::size_t n = s.count();
+  if (n == 1) {
+    auto incoming = s.client->receive(queue, max, wait);
+    if (!incoming) return unexpected(incoming.error());
+    take(0, *incoming);
+    return out;
   }
-  state_->client->recycle(*incoming);
-  return out;
+  // Several connections: what each has buffered, from the calling thread's
+  // own one first (threads spread over the connections as they first come),
+  // then the others; when none has anything, wait for an arrival on any.
+  static std::atomic<std::size_t> threads{0};
+  static thread_local const std::size_t first = threads.fetch_add(1, std::memory_order_relaxed);
+  const auto deadline = Clock::now() + wait;
+  for (;;) {
+    const std::uint64_t seen = s.connection.arrivals->rings();
+    for (std::size_t i = 0; i < n && out.size() < max; ++i) {
+      const std::size_t index = (first + i) % n;
+      auto incoming = s.clients[index]->receive(queue, max - out.size(), std::chrono::milliseconds(0));
+      if (!incoming) {
+        if (out.empty()) return unexpected(incoming.error());
+        if (s.options.log) {
+          s.options.log(LogLevel::warning, "artemis: receiving from '" + std::string(queue) + "' on connection " +
+                                               std::to_string(index + 1) + ": " + incoming.error().message());
+        }
+        continue;
+      }
+      take(index, *incoming);
+    }
+    if (!out.empty() || !s.connection.arrivals->wait_past(seen, deadline)) return out;
+  }
 }
 
+namespace {
+
+ErrorInfo not_held() {
+  return ErrorInfo{Errc::not_found,
+                   "the delivery is no longer held (settled already, or its connection dropped and the broker "
+                   "delivers it again)"};
+}
+
+}  // namespace
+
 Result<void> Transport::ack(const Delivery& delivery) {
-  return state_->client->settle(delivery.token.id, amqp10::Outcome::accepted());
+  std::uint64_t id = 0;
+  amqp10::Client* client = state_->owner(delivery, id);
+  if (client == nullptr) return unexpected(not_held());
+  return client->settle(id, amqp10::Outcome::accepted());
 }
 
 Result<void> Transport::ack_batch(std::span<const Delivery> deliveries, std::vector<AckFailure>& failures) {
-  // One hand-over to the container's thread for the whole batch.
+  // One hand-over to each connection's thread for the deliveries it holds.
+  State& s = *state_;
+  const std::size_t before = failures.size();
+  std::optional<ErrorInfo> refused;  // a connection that settled none of its own
   std::vector<std::uint64_t> ids;
-  ids.reserve(deliveries.size());
-  for (const auto& d : deliveries) ids.push_back(d.token.id);
-  std::vector<std::size_t> not_held;
-  if (auto settled = state_->client->settle(ids, amqp10::Outcome::accepted(), not_held); !settled) {
-    for (std::size_t i = 0; i < deliveries.size(); ++i) failures.push_back(AckFailure{i, settled.error()});
-    return unexpected(settled.error().code(), "artemis: none of " + std::to_string(deliveries.size()) +
-                                                  " deliveries was settled: " + settled.error().message());
+  std::vector<std::size_t> where;  // ids[j] is deliveries[where[j]]
+  std::vector<std::size_t> not_held_here;
+  for (std::size_t index = 0; index < s.count(); ++index) {
+    ids.clear();
+    where.clear();
+    for (std::size_t i = 0; i < deliveries.size(); ++i) {
+      if ((deliveries[i].token.id >> kConnectionShift) != index) continue;
+      ids.push_back(deliveries[i].token.id & kClientIdMask);
+      where.push_back(i);
+    }
+    if (ids.empty()) continue;
+    not_held_here.clear();
+    if (auto settled = s.clients[index]->settle(ids, amqp10::Outcome::accepted(), not_held_here); !settled) {
+      for (const std::size_t i : where) failures.push_back(AckFailure{i, settled.error()});
+      refused = settled.error();
+      continue;
+    }
+    for (const std::size_t j : not_held_here) failures.push_back(AckFailure{where[j], not_held()});
   }
-  if (not_held.empty()) return {};
-  for (const std::size_t i : not_held) {
-    failures.push_back(AckFailure{
-        i, ErrorInfo{Errc::not_found,
-                     "the delivery is no longer held (settled already, or its connection dropped and the broker "
-                     "delivers it again)"}});
+  for (std::size_t i = 0; i < deliveries.size(); ++i) {
+    if ((deliveries[i].token.id >> kConnectionShift) >= s.count()) failures.push_back(AckFailure{i, not_held()});
   }
-  return unexpected(Errc::not_found, std::to_string(not_held.size()) + " of " + std::to_string(deliveries.size()) +
-                                         " deliveries were not settled: no longer held");
+  const std::size_t failed = failures.size() - before;
+  if (failed == 0) return {};
+  if (refused && failed == deliveries.size()) {
+    return unexpected(refused->code(), "artemis: none of " + std::to_string(deliveries.size()) +
+                                           " deliveries was settled: " + refused->message());
+  }
+  return unexpected(refused ? refused->code() : Errc::not_found,
+                    std::to_string(failed) + " of " + std::to_string(deliveries.size()) +
+                        " deliveries were not settled: " + (refused ? refused->message() : "no longer held"));
 }
 
 Result<void> Transport::release(const Delivery& delivery, std::chrono::milliseconds delay) {
-  if (delay.count() <= 0) return state_->client->settle(delivery.token.id, amqp10::Outcome::failed());
+  std::uint64_t id = 0;
+  amqp10::Client* owner = state_->owner(delivery, id);
+  if (owner == nullptr) return unexpected(not_held());
+  if (delay.count() <= 0) return owner->settle(id, amqp10::Outcome::failed());
   // AMQP has no delayed outcome: a copy held back by the broker goes first,
   // then the original is accepted. The copy carries the next delivery-count,
   // as a redelivery would have.
@@ -218,12 +357,12 @@ Result<void> Transport::release(const Delivery& delivery, std::chrono::milliseco
   if (sent) sent = state_->client->send(delivery.queue, std::move(encoded), state_->options.publish_timeout);
   if (!sent) {
     // The copy may not exist: give the original back now instead.
-    auto released = state_->client->settle(delivery.token.id, amqp10::Outcome::failed());
+    auto released = owner->settle(id, amqp10::Outcome::failed());
     if (!released) return released;
     return unexpected(sent.error().code(), "artemis: the delayed copy could not be sent (" + sent.error().message() +
                                                "); the message was released without its delay");
   }
-  return state_->client->settle(delivery.token.id, amqp10::Outcome::accepted());
+  return owner->settle(id, amqp10::Outcome::accepted());
 }
 
 Result<std::vector<PeekedMessage>> Transport::peek(std::string_view queue, std::size_t max) {
@@ -245,10 +384,20 @@ Result<std::vector<PeekedMessage>> Transport::peek(std::string_view queue, std::
   return out;
 }
 
-ConnectionStats Transport::connection_stats() const noexcept { return {"artemis", state_->client->reconnects()}; }
+ConnectionStats Transport::connection_stats() const noexcept {
+  std::uint64_t reconnects = 0;  // over every receiving connection opened so far
+  for (std::size_t i = 0; i < state_->count(); ++i) reconnects += state_->clients[i]->reconnects();
+  return {"artemis", reconnects};
+}
 
 void Transport::close(std::chrono::milliseconds deadline) {
-  if (state_ && state_->client) state_->client->close(deadline);
+  if (!state_) return;
+  State& s = *state_;
+  s.closed.store(true);
+  std::lock_guard wait_for_opening(s.opening);  // a connection being opened is closed too
+  for (std::size_t i = 0; i < s.count(); ++i) s.clients[i]->close(deadline);
+  // A receive() waiting for an arrival on any connection finds them closed.
+  if (s.connection.arrivals) s.connection.arrivals->ring();
 }
 
 void register_transport() {

@@ -11,7 +11,8 @@ out="$("$1/bench/artemis/run.sh" "$2" --messages 1000 --batch 100 --rounds 1 --p
 echo "$out"
 for figure in "raw proton publish (batched, unsettled)" "SDK publish_batch" "raw proton receive+accept, 1 receiver" \
   "SDK receive+ack, concurrency 1" "SDK Worker consume+ack, concurrency 1" "raw proton receive+accept, 4 receivers" \
-  "SDK receive+ack, concurrency 4" "SDK Worker consume+ack, concurrency 4" "Python SDK publish (one by one)" \
+  "SDK receive+ack, concurrency 4" "SDK Worker consume+ack, concurrency 4" \
+  "SDK receive+ack, concurrency 4, one connection" "Python SDK publish (one by one)" \
   "SDK publish (one by one)" "raw proton publish (one by one)" "Python SDK pop+ack" \
   "SDK / raw publish" "SDK / raw consume+ack, concurrency 1" "SDK Worker / raw consume+ack, concurrency 1" \
   "SDK / raw consume+ack, concurrency 4" "SDK Worker / raw consume+ack, concurrency 4" \

@@ -19,5 +19,6 @@ ContractTarget target(std::string name, std::string query) {
 }  // namespace
 
 INSTANTIATE_TEST_SUITE_P(Artemis, TransportContract,
-                         ::testing::Values(target("credit_window", ""), target("credit_1", "credit=1")),
+                         ::testing::Values(target("credit_window", ""), target("credit_1", "credit=1"),
+                                           target("connections_3", "connections=3")),
                          ContractTarget::name_of);

@@ -371,6 +371,56 @@ TEST_F(ArtemisIntegration, UnsettledMessagesComeBackWhenTheConnectionCloses) {
   ASSERT_TRUE(transport_->ack(again[0]));
 }
 
+TEST_F(ArtemisIntegration, SeveralConnectionsShareTheQueueAndSettleWhereTheyReceived) {
+  // connections=3 with a small credit window: the broker spreads the queue
+  // over three consumers, and receive() takes from each.
+  transport_->close(2s);
+  transport_ = open("connections=3&credit=5");
+  ASSERT_TRUE(transport_);
+  const std::string q = bq::testing::unique_queue("pool");
+  std::vector<bq::OutgoingMessage> batch;
+  for (int n = 0; n < 60; ++n) batch.push_back({q, envelope("urn:test:pool", n, q), {}});
+  ASSERT_TRUE(transport_->publish_batch(batch));
+  auto got = receive_all(q, 60, 10s);
+  ASSERT_EQ(got.size(), 60U);
+  std::set<std::string> bodies;
+  std::set<std::uint64_t> connections;
+  for (const auto& d : got) {
+    bodies.insert(d.body);
+    connections.insert(d.token.id >> 56);  // the connection's index (artemis_transport.cpp)
+  }
+  EXPECT_EQ(bodies.size(), 60U) << "a message was received twice";
+  EXPECT_GT(connections.size(), 1U) << "every message came through one connection";
+  // A release goes back through the connection that holds the message: it
+  // comes back with its delivery-count raised.
+  const std::string released = got.back().body;
+  ASSERT_TRUE(transport_->release(got.back()));
+  got.pop_back();
+  auto again = receive_all(q, 1);
+  ASSERT_EQ(again.size(), 1U);
+  EXPECT_EQ(again[0].body, released);
+  EXPECT_EQ(again[0].native_attempts.value_or(0), 1);
+  got.push_back(std::move(again[0]));
+  // One ack_batch over deliveries of every connection, one of them stale.
+  ASSERT_TRUE(transport_->ack(got[7]));
+  std::vector<bq::AckFailure> failures;
+  auto settled = transport_->ack_batch(got, failures);
+  ASSERT_FALSE(settled);
+  EXPECT_EQ(settled.error().code(), bq::Errc::not_found) << settled.error().message();
+  ASSERT_EQ(failures.size(), 1U);
+  EXPECT_EQ(failures[0].index, 7U);
+  // A token naming no connection of this transport is not held.
+  bq::Delivery foreign = got[0];
+  foreign.token.id |= std::uint64_t{9} << 56;
+  auto refused = transport_->ack(foreign);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), bq::Errc::not_found);
+  // All settled for good: a new connection gets nothing back.
+  transport_->close(2s);
+  transport_ = open("");
+  EXPECT_TRUE(receive_all(q, 1, 1s).empty());
+}
+
 // ---- the errors a person sees ----
 
 bq::ErrorInfo open_error(const std::string& url_text) {
@@ -386,6 +436,8 @@ std::string with_query(std::string url, const std::string& query) {
 
 TEST(ArtemisErrors, ABadUrlIsRefusedBeforeAnyConnection) {
   EXPECT_EQ(open_error("artemis://127.0.0.1:5672?credit=0").code(), bq::Errc::invalid_argument);
+  EXPECT_EQ(open_error("artemis://127.0.0.1:5672?connections=0").code(), bq::Errc::invalid_argument);
+  EXPECT_EQ(open_error("artemis://127.0.0.1:5672?connections=65").code(), bq::Errc::invalid_argument);
   EXPECT_EQ(open_error("artemis://127.0.0.1:5672?bogus=1").code(), bq::Errc::invalid_argument);
   EXPECT_EQ(open_error("artemis://127.0.0.1:5672/path").code(), bq::Errc::invalid_argument);
   EXPECT_EQ(open_error("artemis://a:1,b:2").code(), bq::Errc::invalid_argument);

@@ -7,9 +7,10 @@
 // Without a user the connection authenticates as SASL ANONYMOUS, with one as
 // PLAIN. Options (url_options.hpp: unknown ones are errors; durations are
 // 250ms, 5s, 2m or a bare number of seconds):
-//   credit=N                  messages the broker may push ahead per queue (default 1000; 1..100000)
+//   credit=N                  messages the broker may push ahead per queue and connection (default 1000; 1..100000)
 //   max_message_size=BYTES    the largest encoded message a publish sends (default 0: only
 //                             the broker's limit, when its link announces one)
+//   connections=N             connections receive() spreads over (default 1; 1..64; ADR 0041)
 //   connect_timeout=DURATION  opening the connection (default 10s)
 //   publish_timeout=DURATION  waiting for the broker to accept a publish (default 30s)
 //   idle_timeout=DURATION     AMQP heartbeat (default 30s)
@@ -48,8 +49,9 @@
 //   - No leases: a held message stays held until settled or the connection
 //     drops (capabilities().lease is 0, extend() is unsupported).
 //
-// Thread-safety: all methods are thread-safe. One connection per transport;
-// its I/O runs on a thread of its own.
+// Thread-safety: all methods are thread-safe. One connection per transport,
+// or Options::connections for receiving; each runs its I/O on a thread of
+// its own.
 #pragma once
 
 #include <babelqueue/backoff.hpp>
@@ -80,13 +82,23 @@ class Transport final : public babelqueue::Transport {
     std::string user;                ///< empty: SASL ANONYMOUS
     std::string password;            ///< never logged
     TlsOptions tls;                  ///< enabled: artemis+ssl://
-    /// Messages the broker may push ahead of receive() per queue.
+    /// Messages the broker may push ahead of receive() per queue, on each
+    /// receiving connection.
     std::uint32_t credit = 1000;
     /// The largest message a publish sends, encoded as it goes on the wire:
     /// a larger one fails with Errc::invalid_argument naming both sizes,
     /// unsent. 0: no limit of the transport's; a broker that announces a
     /// max-message-size on the link is held to that either way.
     std::size_t max_message_size = 0;
+    /// Connections receive() takes messages from, each with a receiver on
+    /// the queue and an I/O thread of its own: several receiving threads (a
+    /// Worker's concurrency) then share the work of reading and settling
+    /// instead of queueing behind one connection, on the broker's side too.
+    /// The first also publishes and peeks; the others open on the first
+    /// receive(). Above 1, a queue's messages are spread over several
+    /// consumers, so receive() no longer hands them out in queue order, and
+    /// up to connections × credit messages wait in the client (ADR 0041).
+    std::uint32_t connections = 1;
     std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};  ///< opening the connection
     std::chrono::milliseconds publish_timeout{
         std::chrono::seconds(30)};                                     ///< waiting for the broker to accept a publish
