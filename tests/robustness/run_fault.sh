@@ -7,7 +7,7 @@
 # its reconnect policy, and no transport call may take longer than its
 # documented timeouts allow.
 #   run_fault.sh SOURCE_DIR AGENT BROKER FAULT [robustness.py options...]
-# BROKER: redis, rabbitmq, kafka or sqs; FAULT: cut, stall, trickle or refuse.
+# BROKER: redis, rabbitmq, kafka, sqs or artemis; FAULT: cut, stall, trickle or refuse.
 #
 # Each broker's URL shortens the timeouts that bound a call and the detection
 # of a dead connection, so a run takes seconds; --call-bound and
@@ -48,6 +48,14 @@ case "$broker_name" in
     # The emulator takes any credentials.
     export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}"
     extra=(--call-bound 2.5 --resume-within 5)
+    ;;
+  artemis)
+    # A publish waits for the broker's disposition up to publish_timeout
+    # (3 s); a dead connection is noticed after two missed heartbeats (2 x
+    # idle_timeout 1 s), then reconnected (connect_timeout 1 s, reconnect_max
+    # 0.5 s), and the unsettled messages come back from the broker.
+    proxied+="?idle_timeout=1s&connect_timeout=1s&publish_timeout=3s&reconnect_max=500ms"
+    extra=(--call-bound 3.5 --resume-within 6)
     ;;
   kafka)
     # The proxy must be the address the broker advertises, or the client
