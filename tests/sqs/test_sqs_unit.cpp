@@ -904,8 +904,8 @@ TEST(SqsUrl, ErrorsUseTheSharedTextsWithoutSecrets) {
   const std::string unknown = url_error_of("sqs://AKID:SECRET@us-east-1?bogus=1");
   EXPECT_EQ(unknown,
             "sqs:// URL: unknown parameter 'bogus' (known: endpoint, prefix, fifo, group_id, wait_time, "
-            "visibility_timeout, content_dedup, create, dead_letter_queue_url, profile, request_timeout, tls_ca, "
-            "tls_cert, tls_key, tls_server_name, tls_verify)");
+            "visibility_timeout, content_dedup, create, dead_letter_queue_url, profile, request_timeout, "
+            "max_message_size, tls_ca, tls_cert, tls_key, tls_server_name, tls_verify)");
   EXPECT_EQ(unknown.find("SECRET"), std::string::npos);
   // Credentials do not belong in the URL; the error does not repeat them.
   const std::string with_user = url_error_of("sqs://AKID:SECRET@us-east-1?wait_time=5");
