@@ -1081,7 +1081,7 @@ class Client::Impl final : public proton::messaging_handler {
     }
     if (ours != 0 && size > ours) {
       return ::babelqueue::detail::message_too_large(address, size, "this transport", static_cast<std::size_t>(ours),
-                                                     options_.max_message_size_setting);
+                                                     "max_message_size");
     }
     return std::nullopt;
   }

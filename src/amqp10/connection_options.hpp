@@ -86,8 +86,6 @@ struct ConnectionOptions {
   // A link whose peer announced a max-message-size at attach takes at most
   // that as well. A larger message fails, naming both sizes, unsent.
   std::uint64_t max_message_size = 0;
-  // Names the setting that holds max_message_size in that error.
-  std::string max_message_size_setting = "max_message_size";
   // Reads each received message on the connection's thread into
   // Incoming::read (message_reader.hpp). Empty: Incoming::message carries
   // the message itself.
