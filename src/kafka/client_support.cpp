@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "client_support.hpp"
 
+#include <babelqueue/json.hpp>
+
 #include <algorithm>
 #include <limits>
 
@@ -98,8 +100,39 @@ void LogEvents::event_cb(RdKafka::Event& event) {
            "kafka: " + RdKafka::err2str(event.err()) + ": " + event.str());
       break;
     }
+    case RdKafka::Event::EVENT_STATS: count_reconnects(event.str()); break;
     default: break;
   }
+}
+
+void LogEvents::count_reconnects(std::string_view stats) {
+  auto report = parse_json(stats);
+  if (!report || !report->is_object()) return;
+  const Value* client = report->find("name");
+  const Value* brokers = report->find("brokers");
+  if (client == nullptr || !client->is_string() || brokers == nullptr || !brokers->is_object()) return;
+  const std::lock_guard lock(mutex_);
+  for (const auto& [name, broker] : brokers->as_object()) {
+    if (!broker.is_object()) continue;
+    const Value* source = broker.find("source");
+    const Value* state = broker.find("state");
+    const Value* lost = broker.find("disconnects");
+    if (source == nullptr || !source->is_string() || state == nullptr || !state->is_string() || lost == nullptr ||
+        !lost->is_integer()) {
+      continue;
+    }
+    // The coordinator's and the internal handles borrow other connections.
+    if (source->as_string() == "logical" || source->as_string() == "internal") continue;
+    // Every loss of a connection that is up again was a reconnect; the last
+    // loss of one still down is not, yet.
+    const std::uint64_t losses = lost->as_uint64();
+    const std::uint64_t made_again = state->as_string() == "UP" || losses == 0 ? losses : losses - 1;
+    std::uint64_t& seen = reconnects_by_connection_[client->as_string() + " " + name];
+    seen = std::max(seen, made_again);
+  }
+  std::uint64_t total = 0;
+  for (const auto& [connection, count] : reconnects_by_connection_) total += count;
+  reconnects_.store(total, std::memory_order_relaxed);
 }
 
 void LogEvents::emit(LogLevel level, std::string line) {

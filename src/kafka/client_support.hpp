@@ -12,6 +12,7 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -80,6 +81,12 @@ class LogEvents final : public RdKafka::EventCb {
   bool all_brokers_down() const;
   std::string last_error() const;
 
+  // Broker connections the clients reporting here lost and made again
+  // (kafka::Transport::connection_stats()), from librdkafka's statistics.
+  std::uint64_t reconnects() const noexcept { return reconnects_.load(std::memory_order_relaxed); }
+  // Reads one statistics report (the JSON of an EVENT_STATS event).
+  void count_reconnects(std::string_view stats);
+
  private:
   void emit(LogLevel level, std::string line);
 
@@ -89,6 +96,10 @@ class LogEvents final : public RdKafka::EventCb {
   bool all_down_ = false;
   std::string last_error_;
   std::vector<std::pair<LogLevel, std::string>> held_;
+  // Per client and broker connection, the most reconnects a report showed
+  // (a connection librdkafka gave up leaves the reports, not the count).
+  std::map<std::string, std::uint64_t, std::less<>> reconnects_by_connection_;
+  std::atomic<std::uint64_t> reconnects_{0};
 };
 
 }  // namespace babelqueue::kafka::detail

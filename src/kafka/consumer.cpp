@@ -103,6 +103,11 @@ Result<void> Consumer::Session::start() {
       {"enable.partition.eof", "false"},
       // A topic created while subscribed is noticed within a second.
       {"topic.metadata.refresh.interval.ms", "1000"},
+      // A report a second, for the reconnect count (LogEvents::count_reconnects).
+      // Only here: the consumer is polled all along while it receives, and a
+      // report nobody polls stays queued in the client (the producer is
+      // polled only while it publishes).
+      {"statistics.interval.ms", "1000"},
   };
   add_connection_settings(props, options);
   for (const auto& [k, v] : options.client_properties) props[k] = v;

@@ -238,6 +238,10 @@ void kafka::Transport::close(std::chrono::milliseconds deadline) { state_->close
 
 Result<QueueStats> kafka::Transport::stats(std::string_view queue) { return state_->stats(queue); }
 
+ConnectionStats kafka::Transport::connection_stats() const noexcept {
+  return {"kafka", state_->log_events_.reconnects()};
+}
+
 Result<std::vector<PeekedMessage>> kafka::Transport::peek(std::string_view queue, std::size_t max) {
   return state_->peek(queue, max);
 }

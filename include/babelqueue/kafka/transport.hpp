@@ -160,6 +160,11 @@ class Transport final : public babelqueue::Transport {
   /// the group and not committed yet are among them (Kafka cannot tell them
   /// apart). Partition by partition, each in offset order.
   Result<std::vector<PeekedMessage>> peek(std::string_view queue, std::size_t max) override;
+  /// "kafka", and the broker connections the consumer lost and made again,
+  /// from librdkafka's statistics: they come once a second while receive()
+  /// polls (statistics.interval.ms; consumer.statistics.interval.ms=0
+  /// turns them off, and the count with them). The producer's are not counted.
+  ConnectionStats connection_stats() const noexcept override;
   /// Commits what is done, leaves the group, closes both clients.
   void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override;
 

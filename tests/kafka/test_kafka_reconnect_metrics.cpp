@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+// babelqueue_reconnects_total on the real Kafka broker: a worker with the
+// metrics middleware consumes through the robustness harness's fault proxy
+// (tests/robustness/fault_proxy.py), which cuts every connection for two
+// seconds; librdkafka connects again by itself, the worker goes on, and a
+// scrape of the registry counts the reconnects under transport="kafka".
+// The proxy listens on the port the broker's FAULT listener advertises (see
+// run_fault.sh), so the clients never go around it. CTest runs it alone
+// (RUN_SERIAL), as the fault runs that use the same port.
+#include "broker_env.hpp"
+
+#include <babelqueue/envelope.hpp>
+#include <babelqueue/kafka/transport.hpp>
+#include <babelqueue/metrics/middleware.hpp>
+#include <babelqueue/transport_registry.hpp>
+#include <babelqueue/worker.hpp>
+
+#include <gtest/gtest.h>
+
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <spawn.h>
+#include <string>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+extern char** environ;
+
+namespace bq = babelqueue;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The value of family{label=value}, -1 when the registry has no such series.
+double counter_value(prometheus::Registry& registry, const std::string& family, const std::string& label,
+                     const std::string& value) {
+  for (const auto& f : registry.Collect()) {
+    if (f.name != family) continue;
+    for (const auto& metric : f.metric) {
+      for (const auto& l : metric.label) {
+        if (l.name == label && l.value == value) return metric.counter.value;
+      }
+    }
+  }
+  return -1;
+}
+
+// The fault proxy as a child process: forwards listen → target, quiet for
+// the first seconds, then cuts every connection for a while, then forwards
+// again until it is stopped.
+class FaultProxy {
+ public:
+  FaultProxy(const std::string& listen_port, const std::string& target) {
+    const std::string script = std::string(BQ_SOURCE_DIR) + "/tests/robustness/fault_proxy.py";
+    std::vector<std::string> args = {"python3", script,         "--target", target,          "--listen",
+                                     listen_port, "--fault", "none:5", "--fault", "cut:2", "--fault", "none:3600"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (posix_spawnp(&pid_, "python3", nullptr, nullptr, argv.data(), environ) != 0) pid_ = -1;
+  }
+  FaultProxy(const FaultProxy&) = delete;
+  FaultProxy& operator=(const FaultProxy&) = delete;
+  ~FaultProxy() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+  bool started() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// Whether something accepts connections on 127.0.0.1:port.
+bool accepts_connections(const std::string& port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(std::stoi(port)));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool connected = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+  ::close(fd);
+  return connected;
+}
+
+// Publishes, retrying while the connections are cut.
+void publish_with_retry(bq::Transport& transport, const std::string& queue, int n) {
+  bq::MakeOptions make;
+  make.queue = queue;
+  auto envelope = bq::Envelope::make("urn:test:reconnect", bq::Value::object({{"n", n}}), make);
+  ASSERT_TRUE(envelope);
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  for (;;) {
+    auto sent = transport.publish(queue, envelope->body());
+    if (sent) return;
+    ASSERT_TRUE(sent.error().retriable()) << sent.error().message();
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << sent.error().message();
+    std::this_thread::sleep_for(200ms);
+  }
+}
+
+template <class Done>
+bool wait_until(Done done, std::chrono::seconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(50ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST(KafkaReconnectMetrics, ConnectionsCutAndMadeAgainAreCountedPerTransport) {
+  const auto info = bq::testing::broker_info("kafka");
+  const auto proxy_port = info.find("fault_proxy_port");
+  const auto listener_port = info.find("fault_listener_port");
+  ASSERT_TRUE(proxy_port != info.end() && listener_port != info.end()) << "no fault listener in 'broker info kafka'";
+  FaultProxy proxy(proxy_port->second, "127.0.0.1:" + listener_port->second);
+  ASSERT_TRUE(proxy.started());
+  ASSERT_TRUE(wait_until([&] { return accepts_connections(proxy_port->second); }, 10s)) << "the proxy did not start";
+  bq::kafka::register_transport();
+
+  const std::string url = "kafka://127.0.0.1:" + proxy_port->second + "?group=reconnect-" +
+                          std::to_string(::getpid()) +
+                          "&partitions=1&session_timeout=6s&publish_timeout=5s&request_timeout=2s"
+                          "&connect_timeout=2s&reconnect_max=500ms";
+  auto opened_consumer = bq::open_transport(url);
+  ASSERT_TRUE(opened_consumer) << opened_consumer.error().message();
+  auto opened_producer = bq::open_transport(url);
+  ASSERT_TRUE(opened_producer) << opened_producer.error().message();
+  std::unique_ptr<bq::Transport> consumer = std::move(*opened_consumer);
+  std::unique_ptr<bq::Transport> producer = std::move(*opened_producer);
+  const std::string queue = "reconnect-metrics-" + std::to_string(::getpid());
+  auto metrics = std::make_shared<bq::metrics::Middleware>();
+
+  bq::WorkerOptions options;
+  options.poll_timeout = 200ms;
+  options.log = {};
+  options.middleware.push_back(metrics);
+  bq::Worker worker(*consumer, options);
+  std::atomic<int> handled{0};
+  worker.handle("urn:test:reconnect", [&](const bq::Message&) { ++handled; });
+  std::thread runner([&] { EXPECT_TRUE(worker.run({queue})); });
+
+  publish_with_retry(*producer, queue, 1);
+  EXPECT_TRUE(wait_until([&] { return handled.load() >= 1; }, 60s));
+  EXPECT_EQ(consumer->connection_stats().transport, "kafka");
+
+  // The cut comes five seconds after the proxy started and lasts two.
+  EXPECT_TRUE(wait_until([&] { return consumer->connection_stats().reconnects >= 1; }, 40s))
+      << "no reconnect counted after the connections were cut";
+  publish_with_retry(*producer, queue, 2);
+  EXPECT_TRUE(wait_until([&] { return handled.load() >= 2; }, 60s)) << "the worker did not resume";
+  worker.stop();
+  runner.join();
+
+  const auto reconnects = consumer->connection_stats().reconnects;
+  EXPECT_GE(reconnects, 1U);
+  const double counted = counter_value(*metrics->registry(), "babelqueue_reconnects_total", "transport", "kafka");
+  EXPECT_GE(counted, 1.0);
+  EXPECT_LE(counted, static_cast<double>(reconnects)) << "the metric counts what the transport reported";
+  consumer->close();
+  producer->close();
+}
