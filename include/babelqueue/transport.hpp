@@ -156,6 +156,13 @@ struct Capabilities {
   /// and version-gated messages go there on their first delivery instead of
   /// being released until the broker's policy moves them.
   bool native_dead_letter = false;
+  /// Messages the broker pushes to this client ahead of receive() anyway (an
+  /// AMQP credit window), per queue: a receive takes them from memory. 0
+  /// when a receive asks the broker. The Worker's automatic prefetch then
+  /// takes them in bigger batches (WorkerOptions::prefetch): holding them in
+  /// its buffer instead of the client's keeps nothing more from other
+  /// consumers, and each hand-over between its threads carries more.
+  std::size_t held_ahead = 0;
 };
 
 /// A delivery that ack_batch() could not settle.

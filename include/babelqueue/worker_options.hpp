@@ -89,7 +89,9 @@ struct WorkerOptions {
   std::size_t concurrency = 1;
   /// Messages received ahead of the handlers; they stay reserved (their
   /// leases kept) until a handler takes them. 0 = max(concurrency, 16), so one
-  /// receive fetches a batch.
+  /// receive fetches a batch; on a transport that holds messages ahead of
+  /// receive() anyway (Capabilities::held_ahead, e.g. Artemis's credit
+  /// window), up to 32 per handler thread, no more than it holds.
   std::size_t prefetch = 0;
   /// Bytes of bodies received ahead of the handlers, as well as prefetch
   /// messages: the worker receives again only once the bodies it holds

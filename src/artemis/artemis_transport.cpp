@@ -191,10 +191,11 @@ Capabilities Transport::capabilities() const {
   // no round trip here (nothing waits for the broker): a Worker gathering
   // acks for it (copies, a flusher thread) spent more than it saved.
   caps.batch_ack = false;
-  caps.ordering_key = true;               // AMQP group-id: Artemis message groups
-  caps.deduplication = true;              // _AMQ_DUPL_ID, Artemis's duplicate detection
-  caps.broker_dead_letter_policy = true;  // its dead-letter address after max-delivery-attempts
-  caps.peek = true;                       // a copy-mode link: a queue browser
+  caps.ordering_key = true;                  // AMQP group-id: Artemis message groups
+  caps.deduplication = true;                 // _AMQ_DUPL_ID, Artemis's duplicate detection
+  caps.broker_dead_letter_policy = true;     // its dead-letter address after max-delivery-attempts
+  caps.peek = true;                          // a copy-mode link: a queue browser
+  caps.held_ahead = state_->options.credit;  // per queue, on each receiving connection
   return caps;
 }
 

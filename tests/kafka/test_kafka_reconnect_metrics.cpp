@@ -17,19 +17,19 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <prometheus/registry.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <spawn.h>
 #include <string>
-#include <sys/wait.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 extern char** environ;
@@ -60,8 +60,8 @@ class FaultProxy {
  public:
   FaultProxy(const std::string& listen_port, const std::string& target) {
     const std::string script = std::string(BQ_SOURCE_DIR) + "/tests/robustness/fault_proxy.py";
-    std::vector<std::string> args = {"python3", script,         "--target", target,          "--listen",
-                                     listen_port, "--fault", "none:5", "--fault", "cut:2", "--fault", "none:3600"};
+    std::vector<std::string> args = {"python3", script,   "--target", target,  "--listen", listen_port,
+                                     "--fault", "none:5", "--fault",  "cut:2", "--fault",  "none:3600"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -132,8 +132,7 @@ TEST(KafkaReconnectMetrics, ConnectionsCutAndMadeAgainAreCountedPerTransport) {
   ASSERT_TRUE(wait_until([&] { return accepts_connections(proxy_port->second); }, 10s)) << "the proxy did not start";
   bq::kafka::register_transport();
 
-  const std::string url = "kafka://127.0.0.1:" + proxy_port->second + "?group=reconnect-" +
-                          std::to_string(::getpid()) +
+  const std::string url = "kafka://127.0.0.1:" + proxy_port->second + "?group=reconnect-" + std::to_string(::getpid()) +
                           "&partitions=1&session_timeout=6s&publish_timeout=5s&request_timeout=2s"
                           "&connect_timeout=2s&reconnect_max=500ms";
   auto opened_consumer = bq::open_transport(url);
