@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "series_registry.hpp"
+#include "tick_clock.hpp"
 
 #include <babelqueue/error.hpp>
 #include <babelqueue/message.hpp>
@@ -154,22 +155,21 @@ struct StringHash {
 // built where a destroyed one was.
 std::atomic<std::uint64_t> next_instance{1};
 
-// Unix milliseconds at a moment of the steady clock, through the offset
+// Unix milliseconds at a reading of the TickClock, through the offset
 // between the two clocks, read again once a second: a handler's end is
-// already read on the steady clock, and a second clock read per message
-// would cost as much as the rest of the metrics. A step of the system clock
-// is seen within a second.
+// already read on the TickClock, and a second clock read per message would
+// cost as much as the rest of the metrics. A step of the system clock is
+// seen within a second.
 class WallClock {
  public:
-  std::int64_t unix_ms(std::chrono::steady_clock::time_point at) noexcept {
+  std::int64_t unix_ms(const TickClock& clock, std::uint64_t at) noexcept {
     using std::chrono::nanoseconds;
-    const std::int64_t at_ns = std::chrono::duration_cast<nanoseconds>(at.time_since_epoch()).count();
+    const std::int64_t at_ns = clock.to_ns(at);
     const std::int64_t taken = taken_ns_.load(std::memory_order_acquire);
     if (taken == kNever || at_ns - taken >= kRefreshNs) {
       const auto wall = std::chrono::system_clock::now();
-      const auto steady = std::chrono::steady_clock::now();
-      const std::int64_t offset = std::chrono::duration_cast<nanoseconds>(wall.time_since_epoch()).count() -
-                                  std::chrono::duration_cast<nanoseconds>(steady.time_since_epoch()).count();
+      const std::int64_t ticks_ns = clock.to_ns(clock.now());
+      const std::int64_t offset = std::chrono::duration_cast<nanoseconds>(wall.time_since_epoch()).count() - ticks_ns;
       offset_ns_.store(offset, std::memory_order_relaxed);
       taken_ns_.store(std::max<std::int64_t>(at_ns, kNever + 1), std::memory_order_release);
       return (at_ns + offset) / 1'000'000;
@@ -244,13 +244,13 @@ class Middleware::Impl {
       Impl& impl;
       UrnMetrics& m;
       std::optional<std::int64_t> created_at;
-      std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+      std::uint64_t start = impl.tick_clock_.now();
       ~Done() {
         // One clock read for the handler's end and the latency's now.
-        const auto end = std::chrono::steady_clock::now();
-        m.handler_duration.observe(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
+        const std::uint64_t end = impl.tick_clock_.now();
+        m.handler_duration.observe(impl.tick_clock_.nanoseconds(start, end));
         if (created_at) {
-          const std::int64_t now_ms = impl.wall_clock_.unix_ms(end);
+          const std::int64_t now_ms = impl.wall_clock_.unix_ms(impl.tick_clock_, end);
           if (now_ms >= *created_at) m.latency.observe(now_ms - *created_at);
         }
       }
@@ -521,6 +521,7 @@ class Middleware::Impl {
 
   const std::uint64_t instance_;
   Options options_;
+  TickClock tick_clock_;
   WallClock wall_clock_;
   std::shared_ptr<prometheus::Registry> registry_;
   SeriesRegistry* own_;  // registry_, when it is the middleware's own kind; else null

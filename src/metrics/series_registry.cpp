@@ -54,8 +54,9 @@ QueueActivity& SeriesRegistry::queue_activity(const std::string& queue_label, co
   const QueueActivity* activity = it->second.get();
   const prometheus::Labels labels{{"queue", queue_label}};
   family(gauges_, in_flight_name, in_flight_help).series.emplace(labels, [activity] { return activity->in_flight(); });
-  family(gauges_, prefetched_name, prefetched_help)
-      .series.emplace(labels, [activity] { return activity->prefetched(); });
+  family(gauges_, prefetched_name, prefetched_help).series.emplace(labels, [activity] {
+    return activity->prefetched();
+  });
   return *it->second;
 }
 

@@ -3,6 +3,7 @@
 // agrees with what the run did (and with WorkerMetrics), the gauges come back
 // to zero, labels are bounded, and a MetricsServer serves the registry.
 #include "atomic_histogram.hpp"
+#include "tick_clock.hpp"
 
 #include <babelqueue/handler_outcome.hpp>
 #include <babelqueue/memory/transport.hpp>
@@ -21,6 +22,7 @@
 #include <regex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace bq = babelqueue;
 using namespace std::chrono_literals;
@@ -222,6 +224,27 @@ TEST(Metrics, TheAtomicHistogramBucketsAsPrometheusCppDoes) {
   for (std::size_t i = 0; i < c.bucket.size(); ++i)
     EXPECT_EQ(c.bucket[i].cumulative_count, d.bucket[i].cumulative_count);
   EXPECT_NEAR(c.sample_sum, d.sample_sum, 1e-9);
+}
+
+// The clock handlers are timed with (the time-stamp counter where it is
+// invariant) measures what the steady clock measures.
+TEST(Metrics, TheTickClockAgreesWithTheSteadyClock) {
+  const bq::metrics::TickClock clock;
+  for (const auto pause : {5ms, 50ms}) {
+    const auto steady_start = std::chrono::steady_clock::now();
+    const std::uint64_t start = clock.now();
+    std::this_thread::sleep_for(pause);
+    const std::uint64_t end = clock.now();
+    const auto steady_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - steady_start).count();
+    const std::int64_t ns = clock.nanoseconds(start, end);
+    // Within the rate's measurement error (1e-5; 1e-3 allowed).
+    const auto paused_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(pause).count();
+    EXPECT_GE(ns, paused_ns - paused_ns / 1000);
+    EXPECT_LE(ns, steady_ns + steady_ns / 1000);
+    EXPECT_NEAR(static_cast<double>(clock.to_ns(end) - clock.to_ns(start)), static_cast<double>(ns), 1000.0);
+  }
+  EXPECT_EQ(clock.nanoseconds(10, 5), 0);
 }
 
 // The middleware's own registry (lock-free histograms and gauges) writes the
