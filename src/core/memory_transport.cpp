@@ -25,6 +25,10 @@ struct StoredMessage {
 struct Reservation {
   StoredMessage message;
   Clock::time_point expires = Clock::time_point::max();  // max: never (no visibility timeout)
+  // The headers were moved into the Delivery rather than copied: a
+  // reservation that never expires comes back only through release(), which
+  // is handed the Delivery and takes them back from it.
+  bool headers_lent = false;
 };
 
 struct MemoryQueue {
@@ -205,12 +209,18 @@ Result<std::vector<Delivery>> memory::Transport::receive(std::string_view queue,
         Delivery delivery;
         delivery.queue = std::string(queue);
         delivery.body = message.body;
-        delivery.headers = message.headers;
+        const bool expires = options_.visibility_timeout.count() > 0;
+        if (expires) {
+          delivery.headers = message.headers;
+        } else {
+          delivery.headers = std::move(message.headers);
+          message.headers.clear();  // a moved-from map is only valid, not empty
+        }
         delivery.ordering_key = message.ordering_key;
         delivery.native_attempts = message.deliveries - 1;
         delivery.token.id = next_token_id.fetch_add(1, std::memory_order_relaxed);
-        Reservation reservation{std::move(message), Clock::time_point::max()};
-        if (options_.visibility_timeout.count() > 0) {
+        Reservation reservation{std::move(message), Clock::time_point::max(), !expires};
+        if (expires) {
           reservation.expires = now + options_.visibility_timeout;
           delivery.lease_deadline = reservation.expires;
         }
@@ -242,6 +252,7 @@ Result<void> memory::Transport::release(const Delivery& delivery, std::chrono::m
     const auto [source, it] = broker_->find_reservation(delivery);
     if (source == nullptr) return stale_token(delivery);
     StoredMessage message = std::move(it->second.message);
+    if (it->second.headers_lent) message.headers = delivery.headers;
     source->reserved.erase(it);
     if (delay.count() > 0) {
       source->delayed.emplace(detail::saturating_after(Clock::now(), delay), std::move(message));

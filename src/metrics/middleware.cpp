@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "series_registry.hpp"
+#include "tick_clock.hpp"
+
 #include <babelqueue/error.hpp>
 #include <babelqueue/message.hpp>
 #include <babelqueue/metrics/middleware.hpp>
@@ -29,14 +32,78 @@ namespace {
 
 constexpr std::string_view kOther = "other";
 
-// The metrics of one queue label.
+constexpr const char* kInFlight = "babelqueue_messages_in_flight";
+constexpr const char* kInFlightHelp = "Deliveries being processed by a handler thread";
+constexpr const char* kPrefetched = "babelqueue_messages_prefetched";
+constexpr const char* kPrefetchedHelp = "Deliveries received and waiting for a handler thread";
+constexpr const char* kHandlerDuration = "babelqueue_handler_duration_seconds";
+constexpr const char* kHandlerDurationHelp = "Time in the handler (and the middleware inside this one)";
+constexpr const char* kLatency = "babelqueue_end_to_end_latency_seconds";
+constexpr const char* kLatencyHelp = "From meta.created_at to the handler's end, for handled and failed messages";
+constexpr const char* kPublishDuration = "babelqueue_publish_duration_seconds";
+constexpr const char* kPublishDurationHelp = "From a publish to the broker's confirmation";
+
+constexpr std::int64_t kNanosecondsPerSecond = 1'000'000'000;
+constexpr std::int64_t kMillisecondsPerSecond = 1'000;
+
+// One histogram series: lock-free in the middleware's own registry
+// (SeriesRegistry), prometheus-cpp's in a registry the application handed
+// in, which takes no series of another kind.
+struct HistogramSeries {
+  AtomicHistogram* own = nullptr;
+  prometheus::Histogram* theirs = nullptr;
+  std::int64_t units_per_second = 1;
+
+  void observe(std::int64_t units) const {
+    if (own != nullptr) {
+      own->observe(units);
+    } else {
+      theirs->Observe(static_cast<double>(units) / static_cast<double>(units_per_second));
+    }
+  }
+};
+
+// The metrics of one queue label. The in-flight and prefetched gauges are
+// activity's counters in the middleware's own registry, else
+// prometheus-cpp's gauges.
 struct QueueMetrics {
   prometheus::Counter* poison;
   prometheus::Counter* released;
   prometheus::Counter* settle_errors;
+  QueueActivity* activity;
   prometheus::Gauge* in_flight;
   prometheus::Gauge* prefetched;
-  prometheus::Histogram* publish_duration;
+  HistogramSeries publish_duration;
+
+  void received(std::size_t n) {
+    if (activity != nullptr) {
+      activity->received.fetch_add(n, std::memory_order_release);
+    } else {
+      prefetched->Increment(static_cast<double>(n));
+    }
+  }
+  void returned(std::size_t n) {
+    if (activity != nullptr) {
+      activity->returned.fetch_add(n, std::memory_order_release);
+    } else {
+      prefetched->Decrement(static_cast<double>(n));
+    }
+  }
+  void started() {
+    if (activity != nullptr) {
+      activity->started.fetch_add(1, std::memory_order_release);
+    } else {
+      prefetched->Decrement();
+      in_flight->Increment();
+    }
+  }
+  void finished() {
+    if (activity != nullptr) {
+      activity->finished.fetch_add(1, std::memory_order_release);
+    } else {
+      in_flight->Decrement();
+    }
+  }
 };
 
 // The metrics of one (queue, URN) label pair.
@@ -52,8 +119,8 @@ struct UrnMetrics {
   prometheus::Counter* published;
   prometheus::Counter* published_bytes;
   prometheus::Counter* publish_errors;
-  prometheus::Histogram* handler_duration;
-  prometheus::Histogram* latency;
+  HistogramSeries handler_duration;  // in nanoseconds
+  HistogramSeries latency;           // in milliseconds
 };
 
 struct PairView {
@@ -88,22 +155,21 @@ struct StringHash {
 // built where a destroyed one was.
 std::atomic<std::uint64_t> next_instance{1};
 
-// Unix milliseconds at a moment of the steady clock, through the offset
+// Unix milliseconds at a reading of the TickClock, through the offset
 // between the two clocks, read again once a second: a handler's end is
-// already read on the steady clock, and a second clock read per message
-// would cost as much as the rest of the metrics. A step of the system clock
-// is seen within a second.
+// already read on the TickClock, and a second clock read per message would
+// cost as much as the rest of the metrics. A step of the system clock is
+// seen within a second.
 class WallClock {
  public:
-  std::int64_t unix_ms(std::chrono::steady_clock::time_point at) noexcept {
+  std::int64_t unix_ms(const TickClock& clock, std::uint64_t at) noexcept {
     using std::chrono::nanoseconds;
-    const std::int64_t at_ns = std::chrono::duration_cast<nanoseconds>(at.time_since_epoch()).count();
+    const std::int64_t at_ns = clock.to_ns(at);
     const std::int64_t taken = taken_ns_.load(std::memory_order_acquire);
     if (taken == kNever || at_ns - taken >= kRefreshNs) {
       const auto wall = std::chrono::system_clock::now();
-      const auto steady = std::chrono::steady_clock::now();
-      const std::int64_t offset = std::chrono::duration_cast<nanoseconds>(wall.time_since_epoch()).count() -
-                                  std::chrono::duration_cast<nanoseconds>(steady.time_since_epoch()).count();
+      const std::int64_t ticks_ns = clock.to_ns(clock.now());
+      const std::int64_t offset = std::chrono::duration_cast<nanoseconds>(wall.time_since_epoch()).count() - ticks_ns;
       offset_ns_.store(offset, std::memory_order_relaxed);
       taken_ns_.store(std::max<std::int64_t>(at_ns, kNever + 1), std::memory_order_release);
       return (at_ns + offset) / 1'000'000;
@@ -118,8 +184,8 @@ class WallClock {
   std::atomic<std::int64_t> offset_ns_{0};
 };
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+std::int64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
 }
 
 void check_buckets(const std::vector<double>& buckets, const char* name) {
@@ -136,7 +202,8 @@ class Middleware::Impl {
   explicit Impl(Options options)
       : instance_(next_instance.fetch_add(1)),
         options_(std::move(options)),
-        registry_(options_.registry ? options_.registry : std::make_shared<prometheus::Registry>()),
+        registry_(options_.registry ? options_.registry : std::make_shared<SeriesRegistry>()),
+        own_(dynamic_cast<SeriesRegistry*>(registry_.get())),
         received_(counter("babelqueue_messages_received_total",
                           "Deliveries a handler thread took up, by queue and URN (empty for poison)")),
         handled_(counter("babelqueue_messages_handled_total", "Messages handled and acknowledged")),
@@ -154,14 +221,11 @@ class Middleware::Impl {
         published_(counter("babelqueue_published_total", "Messages published (Worker::publish)")),
         published_bytes_(counter("babelqueue_published_bytes_total", "Bytes of the bodies published")),
         publish_errors_(counter("babelqueue_publish_errors_total", "Publishes that failed")),
-        in_flight_(gauge("babelqueue_messages_in_flight", "Deliveries being processed by a handler thread")),
-        prefetched_(gauge("babelqueue_messages_prefetched", "Deliveries received and waiting for a handler thread")),
-        handler_duration_(histogram("babelqueue_handler_duration_seconds",
-                                    "Time in the handler (and the middleware inside this one)")),
-        latency_(histogram("babelqueue_end_to_end_latency_seconds",
-                           "From meta.created_at to the handler's end, for handled and failed messages")),
-        publish_duration_(
-            histogram("babelqueue_publish_duration_seconds", "From a publish to the broker's confirmation")),
+        in_flight_(gauge(kInFlight, kInFlightHelp)),
+        prefetched_(gauge(kPrefetched, kPrefetchedHelp)),
+        handler_duration_(histogram(kHandlerDuration, kHandlerDurationHelp)),
+        latency_(histogram(kLatency, kLatencyHelp)),
+        publish_duration_(histogram(kPublishDuration, kPublishDurationHelp)),
         reconnects_(counter("babelqueue_reconnects_total",
                             "Connections a transport re-established after losing them, by transport")) {
     if (options_.max_queues == 0 || options_.max_urns == 0) {
@@ -180,13 +244,14 @@ class Middleware::Impl {
       Impl& impl;
       UrnMetrics& m;
       std::optional<std::int64_t> created_at;
-      std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+      std::uint64_t start = impl.tick_clock_.now();
       ~Done() {
-        const auto end = std::chrono::steady_clock::now();
-        m.handler_duration->Observe(std::chrono::duration<double>(end - start).count());
+        // One clock read for the handler's end and the latency's now.
+        const std::uint64_t end = impl.tick_clock_.now();
+        m.handler_duration.observe(impl.tick_clock_.nanoseconds(start, end));
         if (created_at) {
-          const std::int64_t now_ms = impl.wall_clock_.unix_ms(end);
-          if (now_ms >= *created_at) m.latency->Observe(static_cast<double>(now_ms - *created_at) / 1000.0);
+          const std::int64_t now_ms = impl.wall_clock_.unix_ms(impl.tick_clock_, end);
+          if (now_ms >= *created_at) m.latency.observe(now_ms - *created_at);
         }
       }
     } done{*this, m, message.envelope().created_at()};
@@ -200,7 +265,7 @@ class Middleware::Impl {
     if (sent) {
       m.published->Increment();
       m.published_bytes->Increment(static_cast<double>(request.envelope.body().size()));
-      m.queue->publish_duration->Observe(seconds_since(start));
+      m.queue->publish_duration.observe(nanoseconds_since(start));
     } else {
       m.publish_errors->Increment();
     }
@@ -210,13 +275,10 @@ class Middleware::Impl {
   void on_event(const WorkerEvent& e) noexcept {
     try {
       switch (e.kind) {
-        case WorkerEventKind::received:
-          queue_metrics(e.queue).prefetched->Increment(static_cast<double>(e.count));
-          return;
+        case WorkerEventKind::received: queue_metrics(e.queue).received(e.count); return;
         case WorkerEventKind::started: {
           QueueMetrics& q = queue_metrics(e.queue);
-          q.prefetched->Decrement();
-          q.in_flight->Increment();
+          q.started();
           Delivery& d = delivery();
           d = Delivery{instance_, &q, nullptr, nullptr};
           return;
@@ -225,12 +287,10 @@ class Middleware::Impl {
           Delivery& d = delivery();
           QueueMetrics* q = d.owner == instance_ && d.queue != nullptr ? d.queue : &queue_metrics(e.queue);
           d = Delivery{};
-          q->in_flight->Decrement();
+          q->finished();
           return;
         }
-        case WorkerEventKind::returned:
-          queue_metrics(e.queue).prefetched->Decrement(static_cast<double>(e.count));
-          return;
+        case WorkerEventKind::returned: queue_metrics(e.queue).returned(e.count); return;
         case WorkerEventKind::decoded: {
           UrnMetrics& m = urn_metrics(e.queue, e.urn);
           Delivery& d = delivery();
@@ -267,11 +327,30 @@ class Middleware::Impl {
   prometheus::Family<prometheus::Counter>& counter(const char* name, const char* help) {
     return prometheus::BuildCounter().Name(name).Help(help).Register(*registry_);
   }
-  prometheus::Family<prometheus::Gauge>& gauge(const char* name, const char* help) {
-    return prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
+  // The gauges and histograms: in prometheus-cpp's families only where the
+  // registry is not the middleware's own (null: series of SeriesRegistry).
+  prometheus::Family<prometheus::Gauge>* gauge(const char* name, const char* help) {
+    if (own_ != nullptr) return nullptr;
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
   }
-  prometheus::Family<prometheus::Histogram>& histogram(const char* name, const char* help) {
-    return prometheus::BuildHistogram().Name(name).Help(help).Register(*registry_);
+  prometheus::Family<prometheus::Histogram>* histogram(const char* name, const char* help) {
+    if (own_ != nullptr) {
+      own_->declare_histogram(name, help);
+      return nullptr;
+    }
+    return &prometheus::BuildHistogram().Name(name).Help(help).Register(*registry_);
+  }
+  HistogramSeries histogram_series(prometheus::Family<prometheus::Histogram>* family, const char* name,
+                                   const char* help, const prometheus::Labels& labels,
+                                   const std::vector<double>& buckets, std::int64_t units_per_second) {
+    HistogramSeries series;
+    series.units_per_second = units_per_second;
+    if (own_ != nullptr) {
+      series.own = &own_->histogram(name, help, labels, buckets, units_per_second);
+    } else {
+      series.theirs = &family->Add(labels, prometheus::Histogram::BucketBoundaries(buckets));
+    }
+    return series;
   }
 
   // The label value for value: itself while under the cap, else "other".
@@ -385,9 +464,14 @@ class Middleware::Impl {
       metrics = same->second;
     } else {
       const prometheus::Labels l{{"queue", label}};
+      QueueActivity* activity = nullptr;
+      if (own_ != nullptr)
+        activity = &own_->queue_activity(label, kInFlight, kInFlightHelp, kPrefetched, kPrefetchedHelp);
       auto made = std::make_unique<QueueMetrics>(QueueMetrics{
-          &poison_.Add(l), &released_.Add(l), &settle_errors_.Add(l), &in_flight_.Add(l), &prefetched_.Add(l),
-          &publish_duration_.Add(l, prometheus::Histogram::BucketBoundaries(options_.publish_buckets))});
+          &poison_.Add(l), &released_.Add(l), &settle_errors_.Add(l), activity,
+          activity != nullptr ? nullptr : &in_flight_->Add(l), activity != nullptr ? nullptr : &prefetched_->Add(l),
+          histogram_series(publish_duration_, kPublishDuration, kPublishDurationHelp, l, options_.publish_buckets,
+                           kNanosecondsPerSecond)});
       metrics = made.get();
       owned_queues_.push_back(std::move(made));
       by_queue_label_.emplace(label, metrics);
@@ -411,21 +495,22 @@ class Middleware::Impl {
         r.emplace("reason", std::string(to_string(reason)));
         return &dead_lettered_.Add(r);
       };
-      auto made = std::make_unique<UrnMetrics>(
-          UrnMetrics{q,
-                     &received_.Add(l),
-                     &handled_.Add(l),
-                     &failed_.Add(l),
-                     &retried_.Add(l),
-                     {with_reason(DeadLetterReason::failed), with_reason(DeadLetterReason::unknown_urn),
-                      with_reason(DeadLetterReason::poison)},
-                     &unknown_urn_.Add(l),
-                     &dropped_.Add(l),
-                     &published_.Add(l),
-                     &published_bytes_.Add(l),
-                     &publish_errors_.Add(l),
-                     &handler_duration_.Add(l, prometheus::Histogram::BucketBoundaries(options_.handler_buckets)),
-                     &latency_.Add(l, prometheus::Histogram::BucketBoundaries(options_.latency_buckets))});
+      auto made = std::make_unique<UrnMetrics>(UrnMetrics{
+          q,
+          &received_.Add(l),
+          &handled_.Add(l),
+          &failed_.Add(l),
+          &retried_.Add(l),
+          {with_reason(DeadLetterReason::failed), with_reason(DeadLetterReason::unknown_urn),
+           with_reason(DeadLetterReason::poison)},
+          &unknown_urn_.Add(l),
+          &dropped_.Add(l),
+          &published_.Add(l),
+          &published_bytes_.Add(l),
+          &publish_errors_.Add(l),
+          histogram_series(handler_duration_, kHandlerDuration, kHandlerDurationHelp, l, options_.handler_buckets,
+                           kNanosecondsPerSecond),
+          histogram_series(latency_, kLatency, kLatencyHelp, l, options_.latency_buckets, kMillisecondsPerSecond)});
       metrics = made.get();
       owned_urns_.push_back(std::move(made));
       by_urn_label_.emplace(PairKey{queue_label, urn_label}, metrics);
@@ -436,8 +521,10 @@ class Middleware::Impl {
 
   const std::uint64_t instance_;
   Options options_;
+  TickClock tick_clock_;
   WallClock wall_clock_;
   std::shared_ptr<prometheus::Registry> registry_;
+  SeriesRegistry* own_;  // registry_, when it is the middleware's own kind; else null
   prometheus::Family<prometheus::Counter>& received_;
   prometheus::Family<prometheus::Counter>& handled_;
   prometheus::Family<prometheus::Counter>& failed_;
@@ -451,11 +538,12 @@ class Middleware::Impl {
   prometheus::Family<prometheus::Counter>& published_;
   prometheus::Family<prometheus::Counter>& published_bytes_;
   prometheus::Family<prometheus::Counter>& publish_errors_;
-  prometheus::Family<prometheus::Gauge>& in_flight_;
-  prometheus::Family<prometheus::Gauge>& prefetched_;
-  prometheus::Family<prometheus::Histogram>& handler_duration_;
-  prometheus::Family<prometheus::Histogram>& latency_;
-  prometheus::Family<prometheus::Histogram>& publish_duration_;
+  // Null in the middleware's own registry (SeriesRegistry has them).
+  prometheus::Family<prometheus::Gauge>* in_flight_;
+  prometheus::Family<prometheus::Gauge>* prefetched_;
+  prometheus::Family<prometheus::Histogram>* handler_duration_;
+  prometheus::Family<prometheus::Histogram>* latency_;
+  prometheus::Family<prometheus::Histogram>* publish_duration_;
   prometheus::Family<prometheus::Counter>& reconnects_;
   std::mutex reconnects_mutex_;
   std::unordered_map<const Transport*, std::uint64_t> reconnects_seen_;  // guarded by reconnects_mutex_

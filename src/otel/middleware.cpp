@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "pending_context.hpp"
+
 #include <babelqueue/dead_letter.hpp>
 #include <babelqueue/error.hpp>
 #include <babelqueue/handler_outcome.hpp>
@@ -45,6 +47,46 @@ SpanContext synthetic_parent_when_recorded(std::string_view trace_id, const Trac
   return parent;
 }
 
+// The parent a consumer span of message starts from: its traceparent, else
+// the synthetic parent (whose span id only a recording span computes).
+SpanContext consumer_parent(const Message& message, const Tracer& tracer) {
+  if (auto parent = parse_traceparent(message.header(kTraceparentHeader), message.header(kTracestateHeader))) {
+    return *std::move(parent);
+  }
+  return synthetic_parent_when_recorded(message.trace_id(), tracer);
+}
+
+// True when the tracer records no span whatever its parent: a sampler that
+// ignores the parent and samples no trace id (always_off, a ratio of 0), or
+// no sink. The parent need not be read then. The zero trace id is the one a
+// ratio sampler takes first (it samples ids whose low half is under a bound).
+bool records_nothing(const Tracer& tracer) noexcept {
+  const TraceId zero{};
+  SpanContext stand_in;
+  stand_in.trace_id.bytes.back() = 1;
+  stand_in.span_id.bytes.back() = 1;
+  stand_in.sampled = true;
+  if (tracer.records(&stand_in, zero)) return false;
+  stand_in.sampled = false;
+  if (tracer.records(&stand_in, zero)) return false;
+  return !tracer.records(nullptr, zero);
+}
+
+// A consumer span that records nothing: its context, made only if the
+// handler asks for it (detail::PendingContext), as start_span would have.
+struct UnrecordedConsumer {
+  const Tracer* tracer;
+  const Message* message;
+  std::optional<SpanContext> parent;  // empty: not read yet
+
+  static SpanContext make(const void* arg) {
+    const auto& self = *static_cast<const UnrecordedConsumer*>(arg);
+    SpanStart start;
+    start.parent = self.parent ? *self.parent : consumer_parent(*self.message, *self.tracer);
+    return self.tracer->start_span(SpanKind::consumer, start).context();
+  }
+};
+
 }  // namespace
 
 Middleware::Middleware(std::shared_ptr<const Tracer> tracer) : tracer_(std::move(tracer)) {
@@ -52,9 +94,23 @@ Middleware::Middleware(std::shared_ptr<const Tracer> tracer) : tracer_(std::move
 }
 
 Result<void> Middleware::handle(const Message& message, const MessageHandler& next) {
+  // A span that will not record costs nothing up front: its parent is read,
+  // and its own id drawn, only if the handler asks for its context. It has
+  // no status to set, so the handler's result and exceptions pass as they are.
+  if (records_nothing(*tracer_)) {
+    UnrecordedConsumer unrecorded{tracer_.get(), &message, std::nullopt};
+    detail::PendingContext pending{&UnrecordedConsumer::make, &unrecorded, std::nullopt};
+    const detail::PendingScope current(pending);
+    return next(message);
+  }
   SpanStart start;
-  start.parent = parse_traceparent(message.header(kTraceparentHeader), message.header(kTracestateHeader));
-  if (!start.parent) start.parent = synthetic_parent_when_recorded(message.trace_id(), *tracer_);
+  start.parent = consumer_parent(message, *tracer_);
+  if (!tracer_->records(&*start.parent, start.parent->trace_id)) {
+    UnrecordedConsumer unrecorded{tracer_.get(), &message, std::move(start.parent)};
+    detail::PendingContext pending{&UnrecordedConsumer::make, &unrecorded, std::nullopt};
+    const detail::PendingScope current(pending);
+    return next(message);
+  }
   Span span = tracer_->start_span(SpanKind::consumer, start);
   if (span.recording()) {
     const Envelope& env = message.envelope();

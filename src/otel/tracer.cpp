@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "pending_context.hpp"
+
 #include <babelqueue/otel/tracer.hpp>
 
 #include <algorithm>
@@ -38,7 +40,10 @@ void fill_random(std::array<std::uint8_t, N>& bytes) {
   } while (std::all_of(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b == 0; }));
 }
 
+// The innermost scope's context: a ContextScope's, or else (null here) the
+// innermost PendingScope's, made when first asked for.
 thread_local const SpanContext* current_context = nullptr;
+thread_local detail::PendingContext* pending_context = nullptr;
 
 }  // namespace
 
@@ -138,8 +143,10 @@ Span Tracer::start_span(std::string name, SpanKind kind, const SpanStart& start)
 // ---- the current span context ----------------------------------------------------------
 
 std::optional<SpanContext> current_span_context() {
-  if (current_context == nullptr) return std::nullopt;
-  return *current_context;
+  if (current_context != nullptr) return *current_context;
+  if (pending_context == nullptr) return std::nullopt;
+  if (!pending_context->made) pending_context->made = pending_context->make(pending_context->arg);
+  return *pending_context->made;
 }
 
 ContextScope::ContextScope(const SpanContext& context) : context_(context), previous_(current_context) {
@@ -147,5 +154,16 @@ ContextScope::ContextScope(const SpanContext& context) : context_(context), prev
 }
 
 ContextScope::~ContextScope() { current_context = previous_; }
+
+detail::PendingScope::PendingScope(PendingContext& pending) noexcept
+    : previous_context_(current_context), previous_pending_(pending_context) {
+  current_context = nullptr;
+  pending_context = &pending;
+}
+
+detail::PendingScope::~PendingScope() {
+  current_context = previous_context_;
+  pending_context = previous_pending_;
+}
 
 }  // namespace babelqueue::otel

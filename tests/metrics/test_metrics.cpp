@@ -2,6 +2,9 @@
 // The metrics middleware on a Worker over the memory transport: every family
 // agrees with what the run did (and with WorkerMetrics), the gauges come back
 // to zero, labels are bounded, and a MetricsServer serves the registry.
+#include "atomic_histogram.hpp"
+#include "tick_clock.hpp"
+
 #include <babelqueue/handler_outcome.hpp>
 #include <babelqueue/memory/transport.hpp>
 #include <babelqueue/metrics/middleware.hpp>
@@ -10,11 +13,16 @@
 
 #include <gtest/gtest.h>
 
+#include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
+#include <cmath>
 #include <map>
+#include <regex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace bq = babelqueue;
 using namespace std::chrono_literals;
@@ -145,8 +153,13 @@ TEST(Metrics, InFlightAndPrefetchedWhileHandlersRun) {
   while (running < 2) std::this_thread::sleep_for(1ms);
   std::this_thread::sleep_for(100ms);  // the receive loop refills the buffer
   const auto busy = scrape(*metrics->registry());
+  // What the receive loop took so far: its batches are sized by the room
+  // left in bytes as well (prefetch_bytes), which depends on when each
+  // handler took its message, so it may stop at 5 of the 6.
+  const auto received = static_cast<double>(worker.metrics().snapshot().received);
+  EXPECT_GE(received, 5);
   EXPECT_EQ(at(busy, "babelqueue_messages_in_flight{queue=orders}"), 2);
-  EXPECT_EQ(at(busy, "babelqueue_messages_prefetched{queue=orders}"), 4);
+  EXPECT_EQ(at(busy, "babelqueue_messages_prefetched{queue=orders}"), received - 2);
   release = true;
   while (worker.metrics().snapshot().succeeded < 6) std::this_thread::sleep_for(1ms);
   worker.stop();
@@ -175,6 +188,119 @@ TEST(Metrics, LabelsBeyondTheCapFoldIntoOther) {
   }
   EXPECT_EQ(series, 4U);
   EXPECT_THROW(bq::metrics::Middleware(bq::metrics::Options{.max_queues = 0}), bq::Error);
+}
+
+// The lock-free histogram puts every value in the bucket prometheus-cpp's
+// Histogram puts it in, at the bounds themselves too (whose nanoseconds are
+// not exact in binary), and sums to the same seconds.
+TEST(Metrics, TheAtomicHistogramBucketsAsPrometheusCppDoes) {
+  const std::vector<double> bounds = bq::metrics::Options{}.handler_buckets;
+  bq::metrics::AtomicHistogram ours(bounds, 1'000'000'000);
+  prometheus::Histogram theirs(bounds);
+  std::vector<std::int64_t> values{0, 1, 499'999, 2'999'999, 3'000'000, 10'000'000'000, 10'000'000'001, 99'000'000'000};
+  for (const double b : bounds) {
+    const auto ns = static_cast<std::int64_t>(std::llround(b * 1e9));
+    values.insert(values.end(), {ns - 1, ns, ns + 1});
+  }
+  for (const std::int64_t ns : values) {
+    ours.observe(ns);
+    theirs.Observe(static_cast<double>(ns) / 1e9);
+  }
+  const auto a = ours.collect().histogram;
+  const auto b = theirs.Collect().histogram;
+  EXPECT_EQ(a.sample_count, b.sample_count);
+  EXPECT_NEAR(a.sample_sum, b.sample_sum, 1e-9);
+  ASSERT_EQ(a.bucket.size(), b.bucket.size());
+  for (std::size_t i = 0; i < a.bucket.size(); ++i) {
+    EXPECT_EQ(a.bucket[i].upper_bound, b.bucket[i].upper_bound) << i;
+    EXPECT_EQ(a.bucket[i].cumulative_count, b.bucket[i].cumulative_count) << "le=" << a.bucket[i].upper_bound;
+  }
+  // Milliseconds, as the end-to-end latency counts them.
+  const std::vector<double> latency = bq::metrics::Options{}.latency_buckets;
+  bq::metrics::AtomicHistogram ours_ms(latency, 1'000);
+  prometheus::Histogram theirs_ms(latency);
+  for (const std::int64_t ms : {0, 1, 2, 5, 6, 10, 999, 1000, 1001, 300'000, 3'600'000, 3'600'001}) {
+    ours_ms.observe(ms);
+    theirs_ms.Observe(static_cast<double>(ms) / 1000.0);
+  }
+  const auto c = ours_ms.collect().histogram;
+  const auto d = theirs_ms.Collect().histogram;
+  ASSERT_EQ(c.bucket.size(), d.bucket.size());
+  for (std::size_t i = 0; i < c.bucket.size(); ++i)
+    EXPECT_EQ(c.bucket[i].cumulative_count, d.bucket[i].cumulative_count);
+  EXPECT_NEAR(c.sample_sum, d.sample_sum, 1e-9);
+}
+
+// The clock handlers are timed with (the time-stamp counter where it is
+// invariant) measures what the steady clock measures.
+TEST(Metrics, TheTickClockAgreesWithTheSteadyClock) {
+  const bq::metrics::TickClock clock;
+  for (const auto pause : {5ms, 50ms}) {
+    const auto steady_start = std::chrono::steady_clock::now();
+    const std::uint64_t start = clock.now();
+    std::this_thread::sleep_for(pause);
+    const std::uint64_t end = clock.now();
+    const auto steady_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - steady_start).count();
+    const std::int64_t ns = clock.nanoseconds(start, end);
+    // Within the rate's measurement error (1e-5; 1e-3 allowed).
+    const auto paused_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(pause).count();
+    EXPECT_GE(ns, paused_ns - paused_ns / 1000);
+    EXPECT_LE(ns, steady_ns + steady_ns / 1000);
+    EXPECT_NEAR(static_cast<double>(clock.to_ns(end) - clock.to_ns(start)), static_cast<double>(ns), 1000.0);
+  }
+  EXPECT_EQ(clock.nanoseconds(10, 5), 0);
+}
+
+// The middleware's own registry (lock-free histograms and gauges) writes the
+// same /metrics as prometheus-cpp's families in a registry handed in: the
+// same families in the same order, with the same help, types, label sets,
+// bucket bounds, counts and gauge values; only the timings differ.
+TEST(Metrics, TheOwnRegistryWritesWhatPrometheusCppFamiliesWould) {
+  auto run = [](std::shared_ptr<bq::metrics::Middleware> metrics) {
+    bq::memory::Transport transport;
+    bq::Worker worker(transport, options(metrics));
+    worker.handle("urn:ok", [](const bq::Message&) {});
+    worker.handle("urn:bad", [](const bq::Message&) -> void { throw std::runtime_error("always"); });
+    for (int i = 0; i < 5; ++i) EXPECT_TRUE(worker.publish("urn:ok", bq::Value::object({{"i", i}})));
+    EXPECT_TRUE(worker.publish("urn:bad", bq::Value::object({})));
+    EXPECT_TRUE(transport.publish("orders", "not json"));
+    EXPECT_EQ(worker.drain().value(), 9U);  // 5 + 3 attempts + the poison
+    std::string text = prometheus::TextSerializer().Serialize(metrics->registry()->Collect());
+    // Sums and bucket counts are timings; the bounds and counts are not.
+    text = std::regex_replace(text, std::regex(R"(((_sum|_bucket)\{[^}]*\}) \S+)"), "$1 T");
+    return text;
+  };
+  const std::string own = run(std::make_shared<bq::metrics::Middleware>());
+  const std::string theirs = run(std::make_shared<bq::metrics::Middleware>(
+      bq::metrics::Options{.registry = std::make_shared<prometheus::Registry>()}));
+  EXPECT_EQ(own, theirs);
+  EXPECT_NE(own.find("babelqueue_handler_duration_seconds_count{queue=\"orders\",urn=\"urn:ok\"} 5"), std::string::npos)
+      << own;
+  EXPECT_NE(own.find("babelqueue_messages_in_flight{queue=\"orders\"} 0"), std::string::npos);
+  EXPECT_NE(own.find("babelqueue_publish_duration_seconds_bucket{queue=\"orders\",le=\"+Inf\"} T"), std::string::npos);
+}
+
+// Two middlewares on one registry of the middleware's kind count into the
+// same series, as they do in prometheus-cpp's families.
+TEST(Metrics, MiddlewaresSharingTheOwnRegistryAddUp) {
+  auto first = std::make_shared<bq::metrics::Middleware>();
+  auto second = std::make_shared<bq::metrics::Middleware>(bq::metrics::Options{.registry = first->registry()});
+  for (const auto& metrics : {first, second}) {
+    bq::memory::Transport transport;
+    bq::Worker worker(transport, options(metrics));
+    worker.handle("urn:ok", [](const bq::Message&) {});
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(worker.publish("urn:ok", bq::Value::object({})));
+    ASSERT_EQ(worker.drain().value(), 3U);
+  }
+  const auto v = scrape(*first->registry());
+  EXPECT_EQ(at(v, "babelqueue_messages_handled_total{queue=orders,urn=urn:ok}"), 6);
+  EXPECT_EQ(at(v, "babelqueue_handler_duration_seconds_count{queue=orders,urn=urn:ok}"), 6);
+  EXPECT_EQ(at(v, "babelqueue_publish_duration_seconds_count{queue=orders}"), 6);
+  EXPECT_EQ(at(v, "babelqueue_messages_prefetched{queue=orders}"), 0);
+  std::size_t families = 0;
+  for (const auto& family : first->registry()->Collect()) families += family.name == "babelqueue_messages_in_flight";
+  EXPECT_EQ(families, 1U);
 }
 
 TEST(Metrics, TheServerListensAndRefusesABadAddress) {

@@ -250,6 +250,46 @@ TEST(TracingMiddleware, AnUnsampledSpanWithoutAHeaderPropagatesTheMappedTrace) {
   EXPECT_EQ(spans[0].parent_span_id.hex(), "b6e264bb68d2452d");
 }
 
+// A consumer span that records nothing makes its context only when the
+// handler asks: once (the same span id every time), in the header's trace,
+// the parent of a publish from the handler, and under a scope the handler
+// opens itself only while that scope lives.
+TEST(TracingMiddleware, AnUnrecordedSpansContextIsMadeWhenAskedAndOnce) {
+  constexpr const char* kUnsampledParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
+  for (const auto& [sampler, header] :
+       {std::pair{otel::Sampler::always_off(), kParent},  // records nothing whatever the parent
+        std::pair{otel::Sampler::parent_based(otel::Sampler::always_on()), kUnsampledParent}}) {
+    Traced s(sampler);
+    std::optional<otel::SpanContext> first, second, inner, after_inner;
+    s.worker->handle("urn:a", [&](const bq::Message&) {
+      first = otel::current_span_context();
+      second = otel::current_span_context();
+      otel::SpanContext other;
+      other.trace_id.bytes.fill(7);
+      other.span_id.bytes.fill(9);
+      {
+        const otel::ContextScope scope(other);
+        inner = otel::current_span_context();
+      }
+      after_inner = otel::current_span_context();
+      (void)s.worker->publish("urn:b", bq::Value::object({}));
+    });
+    s.worker->handle("urn:b", [](const bq::Message&) {});
+    s.publish_raw("order-42", {{"traceparent", header}});
+    ASSERT_EQ(s.worker->drain().value(), 2U);
+    EXPECT_TRUE(s.recorder->spans().empty());
+    ASSERT_TRUE(first && second && inner && after_inner);
+    EXPECT_EQ(first->trace_id.hex(), "0af7651916cd43dd8448eb211c80319c");
+    EXPECT_FALSE(first->sampled);
+    EXPECT_TRUE(first->span_id.valid());
+    EXPECT_NE(first->span_id.hex(), "b7ad6b7169203331");
+    EXPECT_EQ(second->span_id, first->span_id);
+    EXPECT_EQ(inner->span_id.hex(), "0909090909090909");
+    EXPECT_EQ(after_inner->span_id, first->span_id);
+    EXPECT_FALSE(otel::current_span_context());
+  }
+}
+
 TEST(TracingMiddleware, ACallersTraceparentIsTheProducersParent) {
   Traced s;
   bq::PublishParams p;

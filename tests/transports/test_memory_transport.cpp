@@ -94,6 +94,32 @@ TEST(MemoryTransport, ReleaseGoesToTheTail) {
   EXPECT_EQ(again.native_attempts, 1);
 }
 
+// Without a visibility timeout a receive moves the headers into the
+// delivery; a release puts them back from it. With one they are copied, and
+// an expired reservation keeps them.
+TEST(MemoryTransport, HeadersComeBackAfterAReleaseAndAnExpiry) {
+  bq::PublishOptions with_headers;
+  with_headers.headers = {{"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, {"k", "v"}};
+  for (const auto visibility : {0ms, 50ms}) {
+    bq::memory::Transport transport(bq::memory::Transport::Options{visibility});
+    ASSERT_TRUE(transport.publish("q", "a", with_headers));
+    const bq::Delivery first = receive_one(transport, "q");
+    EXPECT_EQ(first.headers, with_headers.headers) << visibility.count();
+    ASSERT_TRUE(transport.release(first));
+    const bq::Delivery second = receive_one(transport, "q");
+    EXPECT_EQ(second.headers, with_headers.headers) << visibility.count();
+    if (visibility.count() > 0) {
+      const bq::Delivery third = receive_one(transport, "q");  // after the reservation expired
+      EXPECT_EQ(third.headers, with_headers.headers);
+      EXPECT_EQ(third.native_attempts, 2);
+      EXPECT_TRUE(transport.ack(third));
+    } else {
+      EXPECT_TRUE(transport.ack(second));
+    }
+    EXPECT_EQ(transport.stats("q").value().reserved, 0);
+  }
+}
+
 TEST(MemoryTransport, DelayedMessagesComeInTheOrderTheyAreDue) {
   bq::memory::Transport transport;
   bq::PublishOptions later;
