@@ -108,6 +108,17 @@ case "$broker_name" in
     # the run produces for 10 s, long after the fault.
     proxied="kafka://{proxy}?partitions=2&session_timeout=6s&publish_timeout=5s&request_timeout=2s&connect_timeout=2s&reconnect_max=500ms"
     extra=(--fault-port "$fault_port" --messages 6000 --call-bound 7.5 --resume-within 10)
+    if [[ "$fault" == stall ]]; then
+      # A JoinGroup in flight when the link stalls is not bounded by
+      # request_timeout: librdkafka gives it max.poll.interval.ms + 3 s
+      # (300 s + 3 s by default). With 6 s (the least it takes beside a 6 s
+      # session) the stalled join is given up after 9 s; the group then
+      # waits up to the same 6 s for the other member to rejoin: 15 s from
+      # the join, plus a reconnect. The run produces for 20 s, so that a
+      # consumer that gets its partition that late still finds work.
+      proxied+="&consumer.max.poll.interval.ms=6000"
+      extra=(--fault-port "$fault_port" --messages 12000 --call-bound 7.5 --resume-within 16)
+    fi
     ;;
   *)
     echo "run_fault.sh: unknown broker $broker_name" >&2
