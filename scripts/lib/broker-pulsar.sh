@@ -3,7 +3,10 @@
 # Apache Pulsar 4.x standalone (jars from Maven Central, run with Java 17) on
 # 127.0.0.1: the binary protocol on a plain and a TLS port, the admin HTTP
 # port, and the in-process bookie's port; no functions worker, no stream
-# storage.
+# storage. Besides its internal listener, the broker advertises a second one,
+# `fault`, at a port where the robustness harness's fault proxy listens: a
+# client that looks topics up with listener_name=fault keeps going through
+# the proxy (docs/reliability.md). Nothing listens there otherwise.
 # The data is wiped on every start.
 # Sourced by scripts/broker.
 
@@ -12,6 +15,7 @@ bq_pulsar_setup() {
   bq_port_default BQ_PULSAR_TLS_PORT 6651
   bq_port_default BQ_PULSAR_HTTP_PORT 8095
   bq_port_default BQ_PULSAR_BOOKIE_PORT 3191
+  BQ_PULSAR_FAULT_PROXY_PORT="${BQ_PULSAR_FAULT_PROXY_PORT:-$(( BQ_PULSAR_PORT + 2 ))}"
   BQ_PULSAR_VERSION="${BQ_PULSAR_VERSION:-4.2.4}"
   BQ_PULSAR_AUTH="${BQ_PULSAR_AUTH:-}"
   [[ -z "$BQ_PULSAR_AUTH" || "$BQ_PULSAR_AUTH" == token ]] ||
@@ -21,14 +25,15 @@ bq_pulsar_setup() {
   bq_validate_port BQ_PULSAR_PORT "$BQ_PULSAR_PORT"
   bq_validate_port BQ_PULSAR_HTTP_PORT "$BQ_PULSAR_HTTP_PORT"
   bq_validate_port BQ_PULSAR_BOOKIE_PORT "$BQ_PULSAR_BOOKIE_PORT"
+  bq_validate_port BQ_PULSAR_FAULT_PROXY_PORT "$BQ_PULSAR_FAULT_PROXY_PORT"
   if [[ "$BQ_PULSAR_TLS_PORT" != 0 ]]; then
     bq_validate_port BQ_PULSAR_TLS_PORT "$BQ_PULSAR_TLS_PORT"
   fi
   local ports
-  ports="$(printf '%s\n' "$BQ_PULSAR_PORT" "$BQ_PULSAR_HTTP_PORT" "$BQ_PULSAR_BOOKIE_PORT" "$BQ_PULSAR_TLS_PORT" |
-    grep -v '^0$')"
+  ports="$(printf '%s\n' "$BQ_PULSAR_PORT" "$BQ_PULSAR_HTTP_PORT" "$BQ_PULSAR_BOOKIE_PORT" "$BQ_PULSAR_TLS_PORT" \
+    "$BQ_PULSAR_FAULT_PROXY_PORT" | grep -v '^0$')"
   [[ "$(sort -u <<<"$ports" | wc -l)" == "$(wc -l <<<"$ports")" ]] ||
-    bq_die "BQ_PULSAR_PORT, BQ_PULSAR_TLS_PORT, BQ_PULSAR_HTTP_PORT and BQ_PULSAR_BOOKIE_PORT must differ"
+    bq_die "BQ_PULSAR_PORT, BQ_PULSAR_TLS_PORT, BQ_PULSAR_HTTP_PORT, BQ_PULSAR_BOOKIE_PORT and BQ_PULSAR_FAULT_PROXY_PORT must differ"
   [[ "$BQ_PULSAR_VERSION" =~ ^[34]\.[0-9]+\.[0-9]+$ ]] ||
     bq_die "BQ_PULSAR_VERSION must be a 3.x.y or 4.x.y release (got '$BQ_PULSAR_VERSION')"
   [[ "$BQ_PULSAR_HEAP" =~ ^[0-9]+[mMgG]$ ]] || bq_die "BQ_PULSAR_HEAP must look like 512m or 1g (got '$BQ_PULSAR_HEAP')"
@@ -144,7 +149,8 @@ PY
 }
 
 bq_pulsar_write_conf() {
-  local tls_conf="" auth_conf="authenticationEnabled=false"
+  local tls_conf="" auth_conf="authenticationEnabled=false" internal_tls=""
+  [[ "$BQ_PULSAR_TLS_PORT" == 0 ]] || internal_tls=",internal:pulsar+ssl://127.0.0.1:$BQ_PULSAR_TLS_PORT"
   if [[ "$BQ_PULSAR_AUTH" == token ]]; then
     auth_conf="authenticationEnabled=true
 authenticationProviders=org.apache.pulsar.broker.authentication.AuthenticationProviderToken
@@ -168,6 +174,10 @@ clusterName=standalone
 bindAddress=127.0.0.1
 advertisedAddress=127.0.0.1
 brokerServicePort=$BQ_PULSAR_PORT
+# Lookups answer with the internal listener, unless the client names
+# another: fault advertises the fault proxy's port (nothing binds it here).
+advertisedListeners=internal:pulsar://127.0.0.1:$BQ_PULSAR_PORT$internal_tls,fault:pulsar://127.0.0.1:$BQ_PULSAR_FAULT_PROXY_PORT
+internalListenerName=internal
 webServicePort=$BQ_PULSAR_HTTP_PORT
 $tls_conf
 # The in-process bookie reads this file too: without these it binds 0.0.0.0.
@@ -299,6 +309,8 @@ bq_pulsar_info() {
   echo "tls_port=$BQ_PULSAR_TLS_PORT"
   echo "http_port=$BQ_PULSAR_HTTP_PORT"
   echo "bookie_port=$BQ_PULSAR_BOOKIE_PORT"
+  echo "fault_listener_name=fault"
+  echo "fault_proxy_port=$BQ_PULSAR_FAULT_PROXY_PORT"
   echo "admin_url=http://127.0.0.1:$BQ_PULSAR_HTTP_PORT"
   echo "version=$BQ_PULSAR_VERSION"
   echo "classpath=$P_HOME/libs/*"

@@ -925,7 +925,7 @@ class Client::Impl {
         return;
       }
       request_locked(
-          c, [&](std::uint64_t id) { return encode_lookup(topic, id, authoritative); },
+          c, [&](std::uint64_t id) { return encode_lookup(topic, id, authoritative, options_.listener_name); },
           [this, topic, done, c, hops](Result<Command> r) {
             if (!r) {
               done(unexpected(r.error()));

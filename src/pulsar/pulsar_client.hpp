@@ -59,6 +59,9 @@ struct ClientOptions {
   TlsOptions tls;  // enabled: pulsar+ssl://
   // Token authentication (auth method "token"); empty: none.
   std::string token;
+  // The broker's advertised listener whose address lookups answer with;
+  // empty: the broker's internal one.
+  std::string listener_name;
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
   // Lookups, producer and consumer creation.
   std::chrono::milliseconds operation_timeout{std::chrono::seconds(30)};

@@ -302,11 +302,15 @@ std::string encode_auth_response(std::string_view client_version, std::string_vi
 std::string encode_ping() { return base(CommandType::ping, ProtoWriter{}); }
 std::string encode_pong() { return base(CommandType::pong, ProtoWriter{}); }
 
-std::string encode_lookup(std::string_view topic, std::uint64_t request_id, bool authoritative) {
+std::string encode_lookup(std::string_view topic, std::uint64_t request_id, bool authoritative,
+                          std::string_view listener_name) {
   ProtoWriter w;
   w.bytes(1, topic);
   w.varint(2, request_id);
   w.boolean(3, authoritative);
+  // advertised_listener_name: the broker answers with that listener's
+  // address instead of its internal one.
+  if (!listener_name.empty()) w.bytes(7, listener_name);
   return base(CommandType::lookup, w);
 }
 

@@ -147,7 +147,8 @@ std::string encode_auth_response(std::string_view client_version, std::string_vi
                                  std::string_view auth_data);
 std::string encode_ping();
 std::string encode_pong();
-std::string encode_lookup(std::string_view topic, std::uint64_t request_id, bool authoritative);
+std::string encode_lookup(std::string_view topic, std::uint64_t request_id, bool authoritative,
+                          std::string_view listener_name = {});
 std::string encode_partitioned_metadata(std::string_view topic, std::uint64_t request_id);
 std::string encode_producer(std::string_view topic, std::uint64_t producer_id, std::uint64_t request_id);
 std::string encode_send(std::uint64_t producer_id, std::uint64_t sequence_id, std::int32_t num_messages);

@@ -109,6 +109,7 @@ Result<std::unique_ptr<Transport>> Transport::open(Options options) {
   c.port = options.port;
   c.tls = options.tls;
   c.token = options.token;
+  c.listener_name = options.listener_name;
   c.connect_timeout = options.connect_timeout;
   c.operation_timeout = options.operation_timeout;
   c.keepalive = options.keepalive;
@@ -141,6 +142,7 @@ Result<Transport::Options> Transport::options_from_url(const Url& url) {
   read.text("namespace", options.ns);
   read.text("subscription", options.subscription);
   read.text("token", options.token);
+  read.text("listener_name", options.listener_name);
   const DurationRule timeout{.min = std::chrono::milliseconds(1), .max = std::chrono::hours(1)};
   read.duration("connect_timeout", options.connect_timeout, timeout);
   read.duration("operation_timeout", options.operation_timeout, timeout);

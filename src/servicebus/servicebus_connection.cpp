@@ -79,11 +79,10 @@ Result<amqp10::ConnectionOptions> connection_options(const Transport::Options& o
       return unexpected(Errc::invalid_argument, "servicebus: the URL names the namespace '" + host +
                                                     "' but the connection string's endpoint is '" + cs->host + "'");
     }
-    if (port && cs->port && *port != *cs->port) {
-      return unexpected(Errc::invalid_argument, "servicebus: the URL's port " + std::to_string(*port) +
-                                                    " is not the connection string endpoint's " +
-                                                    std::to_string(*cs->port));
-    }
+    // A port in the URL wins for the TCP connection: the way to reach the
+    // namespace through a local proxy or a port forward. The connection
+    // string's endpoint stays the namespace: the AMQP hostname and the
+    // tokens' audience (ADR 0046).
     host = cs->host;
     if (!port) port = cs->port;
     authority = cs->authority;

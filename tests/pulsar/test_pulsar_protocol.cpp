@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,24 @@ TEST(PulsarCommands, ConnectIsTheDocumentedBytes) {
   EXPECT_EQ(pd::encode_connect("bqt", "", ""), bytes({0x08, 0x02, 0x12, 0x07, 0x0A, 0x03, 'b', 'q', 't', 0x20, 19}));
   // PING: the type, then the empty body as field 18 (tag 0x92 0x01, length 0).
   EXPECT_EQ(pd::frame(pd::encode_ping()), bytes({0, 0, 0, 9, 0, 0, 0, 5, 0x08, 18, 0x92, 0x01, 0x00}));
+}
+
+TEST(PulsarCommands, ALookupCarriesTheListenerNameAsField7OnlyWhenGiven) {
+  // CommandLookupTopic.advertised_listener_name = 7 (PulsarApi.proto).
+  const auto listener_of = [](const std::string& command) {
+    std::optional<std::string> name;
+    pd::ProtoReader base(command);
+    while (base.next()) {
+      if (base.field() != 23) continue;
+      pd::ProtoReader body(base.bytes());
+      while (body.next()) {
+        if (body.field() == 7) name = std::string(body.bytes());
+      }
+    }
+    return name;
+  };
+  EXPECT_EQ(listener_of(pd::encode_lookup("persistent://public/default/x", 5, false, "external")), "external");
+  EXPECT_FALSE(listener_of(pd::encode_lookup("persistent://public/default/x", 5, false)));
 }
 
 TEST(PulsarCommands, DecodesAnswers) {

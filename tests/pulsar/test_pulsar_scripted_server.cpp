@@ -11,6 +11,8 @@
 #include "pulsar_frame.hpp"
 
 #include <babelqueue/error.hpp>
+#include <babelqueue/pulsar/transport.hpp>
+#include <babelqueue/url.hpp>
 
 #include <gtest/gtest.h>
 
@@ -274,4 +276,82 @@ TEST(PulsarScriptedServer, ARefusedTokenIsAnAuthErrorWithinTheConnectTimeout) {
   std::lock_guard lock(mutex);
   EXPECT_NE(connect_seen.find("token"), std::string::npos);
   EXPECT_NE(connect_seen.find("not-a-valid-token"), std::string::npos);
+}
+
+TEST(PulsarScriptedServer, ALookupNamesTheListenerAndTheClientGoesWhereTheBrokerAnswers) {
+  // The listener's address: a second server, which only has to be reached.
+  ScriptedServer listener([](int, int fd) {
+    if (ScriptedServer::read_frame(fd).empty()) return;  // CONNECT
+    ScriptedServer::send_all(fd, ScriptedServer::connected_frame());
+    while (!ScriptedServer::read_frame(fd).empty()) {
+    }
+  });
+  // The service URL's broker answers a LOOKUP that names the listener
+  // "external" with the second server, and any other with itself.
+  std::mutex mutex;
+  std::vector<std::string> names;  // advertised_listener_name of each LOOKUP ("" when absent)
+  ScriptedServer service([&](int, int fd) {
+    if (ScriptedServer::read_frame(fd).empty()) return;
+    ScriptedServer::send_all(fd, ScriptedServer::connected_frame());
+    for (;;) {
+      const std::string request = ScriptedServer::read_frame(fd);
+      if (request.empty()) return;
+      auto decoded = pd::decode_frame(request);
+      if (!decoded || decoded->command.type != pd::CommandType::lookup) continue;
+      std::uint64_t request_id = 0;
+      std::string name;
+      pd::ProtoReader base(std::string_view(request).substr(8));
+      while (base.next()) {
+        if (base.field() != 23) continue;
+        pd::ProtoReader body(base.bytes());
+        while (body.next()) {
+          if (body.field() == 2) request_id = body.varint();
+          if (body.field() == 7) name = body.bytes();
+        }
+      }
+      {
+        std::lock_guard lock(mutex);
+        names.push_back(name);
+      }
+      pd::ProtoWriter response;
+      response.bytes(1, "pulsar://127.0.0.1:" + std::to_string(name == "external" ? listener.port() : 1));
+      response.varint(3, 1);  // Connect
+      response.varint(4, request_id);
+      pd::ProtoWriter answer;
+      answer.varint(1, 24);
+      answer.message(24, response);
+      ScriptedServer::send_all(fd, pd::frame(answer.data()));
+    }
+  });
+  pd::ClientOptions options;
+  options.port = service.port();
+  options.listener_name = "external";
+  options.operation_timeout = 500ms;
+  options.connect_timeout = 1s;
+  auto client = pd::Client::connect(options);
+  ASSERT_TRUE(client) << client.error().message();
+  // The listener's server never answers PRODUCER: the send times out, but
+  // only after the client went where the lookup said.
+  std::vector<pd::OutMessage> messages(1);
+  messages[0].payload = "{}";
+  auto sent = (*client)->send("persistent://public/default/x", std::move(messages), 500ms);
+  EXPECT_FALSE(sent);
+  (*client)->close(1s);
+  std::lock_guard lock(mutex);
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(names.front(), "external");
+  EXPECT_EQ(listener.connections(), 1);
+}
+
+TEST(PulsarUrl, ListenerNameIsAnOption) {
+  auto url = babelqueue::Url::parse("pulsar://127.0.0.1:6650?listener_name=external");
+  ASSERT_TRUE(url);
+  auto options = babelqueue::pulsar::Transport::options_from_url(*url);
+  ASSERT_TRUE(options) << options.error().message();
+  EXPECT_EQ(options->listener_name, "external");
+  auto plain = babelqueue::Url::parse("pulsar://127.0.0.1:6650");
+  ASSERT_TRUE(plain);
+  auto none = babelqueue::pulsar::Transport::options_from_url(*plain);
+  ASSERT_TRUE(none) << none.error().message();
+  EXPECT_TRUE(none->listener_name.empty());
 }

@@ -15,7 +15,7 @@ broker="$source_dir/scripts/broker"
 tmp="$(mktemp -d)"
 export BQ_BROKER_DIR="$tmp/state" BQ_PULSAR_AUTH=token BQ_PULSAR_TLS_PORT=0
 export BQ_BROKER_PORT_OFFSET="${BQ_TOKEN_TEST_PORT_OFFSET:-1020}"
-unset BQ_PULSAR_PORT BQ_PULSAR_HTTP_PORT BQ_PULSAR_BOOKIE_PORT
+unset BQ_PULSAR_PORT BQ_PULSAR_HTTP_PORT BQ_PULSAR_BOOKIE_PORT BQ_PULSAR_FAULT_PROXY_PORT
 trap '"$broker" stop pulsar >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 
 url="$("$broker" start pulsar 2>"$tmp/start.err" | tail -n 1)"

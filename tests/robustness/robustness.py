@@ -138,6 +138,42 @@ def queue_stats(agent, url, queue):
         return None
 
 
+def socket_inodes(pid):
+    """The inodes of the sockets process PID has open (empty when it is gone)."""
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    except OSError:
+        pass
+    return inodes
+
+
+def connections_to(port, inodes):
+    """How many of the TCP connections with these socket inodes have PORT as their remote port."""
+    if not inodes:
+        return 0
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as f:
+                next(f, None)
+                for line in f:
+                    fields = line.split()
+                    # remote address "HEX:PORT", state 01 (ESTABLISHED) or 02 (SYN_SENT), inode
+                    if len(fields) > 9 and fields[3] in ("01", "02") and fields[9] in inodes \
+                            and int(fields[2].rsplit(":", 1)[1], 16) == port:
+                        count += 1
+        except OSError:
+            continue
+    return count
+
+
 def pending(stats):
     """Messages still in the queue (ready, reserved or delayed), or None if unknown."""
     if not stats or not stats.get("queue"):
@@ -251,6 +287,13 @@ def main():
     timed_out = False
     fault_log = None  # {"kind", "at", "until", ...} once the fault began
     slot_records_at = [[] for _ in slots]  # per consumer slot: times (since start) new records were seen
+    # With a fault proxy, every agent connection must go through it: a
+    # client that learns the broker's own address (a Kafka bootstrap, a
+    # Pulsar lookup) and goes around the proxy would never see the fault.
+    # The agents' sockets are looked at every round (Linux /proc).
+    target_port = int(args.fault_target.rpartition(":")[2]) if proxy is not None else None
+    can_see_sockets = proxy is not None and os.path.exists("/proc/net/tcp")
+    around_proxy = 0  # agent connections seen to the broker's own port
 
     def refresh():
         nonlocal produced_lines
@@ -269,12 +312,23 @@ def main():
     def producers_running():
         return any(p.poll() is None for p, _, _ in producers)
 
+    def count_around_proxy():
+        nonlocal around_proxy
+        if not can_see_sockets:
+            return
+        inodes = set()
+        for process in [s.process for s in slots] + [p for p, _, _ in producers]:
+            if process.poll() is None:
+                inodes |= socket_inodes(process.pid)
+        around_proxy += connections_to(target_port, inodes)
+
     # ---- run: kill the victim on schedule, restart what died, watch progress
     last_report = start
     while True:
         time.sleep(0.2)
         now = time.monotonic()
         refresh()
+        count_around_proxy()
         if produce_done_at is None and not producers_running():
             produce_done_at = now
         outstanding = len(produced - consumed.keys())
@@ -429,6 +483,7 @@ def main():
         "kill_log": kills,
         "broker_restart": broker_restart,
         "fault": fault_log,
+        "around_proxy": around_proxy if can_see_sockets else None,
         "longest_call_ms": longest,
         "consumer_unexpected_exits": unexpected_exits,
         "consumer_stop_problems": stop_problems,
@@ -459,6 +514,8 @@ def main():
         checks.append((f"the {args.fault} fault ran for {args.fault_seconds:g} s while messages were produced",
                        fault_log is not None and "until" in fault_log and fault_log["producing"]))
         bound = f" within {args.resume_within:g} s" if args.resume_within is not None else ""
+        if can_see_sockets:
+            checks.append((f"no agent connected to {args.fault_target} around the proxy", around_proxy == 0))
         checks.append((f"every consumer resumed by itself{bound} after the fault",
                        resumed_after is not None and (args.resume_within is None or resumed_after <= args.resume_within)))
     if args.call_bound is not None:

@@ -7,7 +7,7 @@
 # its reconnect policy, and no transport call may take longer than its
 # documented timeouts allow.
 #   run_fault.sh SOURCE_DIR AGENT BROKER FAULT [robustness.py options...]
-# BROKER: redis, rabbitmq, kafka, sqs or artemis; FAULT: cut, stall, trickle or refuse.
+# BROKER: redis, rabbitmq, kafka, sqs, artemis, servicebus or pulsar; FAULT: cut, stall, trickle or refuse.
 #
 # Each broker's URL shortens the timeouts that bound a call and the detection
 # of a dead connection, so a run takes seconds; --call-bound and
@@ -57,6 +57,42 @@ case "$broker_name" in
     proxied+="?idle_timeout=1s&connect_timeout=1s&publish_timeout=3s&reconnect_max=500ms"
     extra=(--call-bound 3.5 --resume-within 6)
     ;;
+  servicebus)
+    # The connection string names the server's own endpoint (the namespace:
+    # AMQP hostname and token audience); the URL's port, the proxy's, is
+    # where the TCP connection goes (docs/transports/servicebus.md). A send,
+    # a settlement or a lock renewal waits for the server's answer up to
+    # operation_timeout (3 s); a dead connection is noticed after two missed
+    # heartbeats (2 x idle_timeout 1 s), then reconnected (connect_timeout
+    # 1 s, reconnect_max 0.5 s). A lock held by a lost connection comes back
+    # after the server's lock duration.
+    AZURE_SERVICEBUS_CONNECTION_STRING="$(sed -n 's/^connection_string=//p' <<<"$info")"
+    export AZURE_SERVICEBUS_CONNECTION_STRING
+    lock="$(sed -n 's/^lock_duration=//p' <<<"$info")"
+    proxied+="?lock_duration=${lock}s&idle_timeout=1s&connect_timeout=1s&operation_timeout=3s&reconnect_max=500ms"
+    extra=(--call-bound 3.5 --resume-within 6)
+    ;;
+  pulsar)
+    # A topic lookup answers with the address of the listener the client
+    # names: the broker's second listener, fault, advertises the proxy's
+    # fixed port (scripts/lib/broker-pulsar.sh), so after the lookup the
+    # client still goes through the proxy. Checked here through the admin
+    # API's lookup of the same listener.
+    fault_port="$(sed -n 's/^fault_proxy_port=//p' <<<"$info")"
+    listener="$(sed -n 's/^fault_listener_name=//p' <<<"$info")"
+    admin="$(sed -n 's/^admin_url=//p' <<<"$info")"
+    [[ -n "$fault_port" && -n "$listener" ]] || { echo "run_fault.sh: no fault listener in 'broker info pulsar'" >&2; exit 2; }
+    answer="$(curl -s --max-time 10 "$admin/lookup/v2/topic/persistent/public/default/fault-check?listenerName=$listener")"
+    [[ "$answer" == *"\"brokerUrl\":\"pulsar://127.0.0.1:$fault_port\""* ]] ||
+      { echo "run_fault.sh: the $listener listener does not advertise the proxy's port $fault_port: $answer" >&2; exit 2; }
+    # A publish waits for its receipts up to publish_timeout (3 s); a dead
+    # connection is dropped after two silent keepalive periods (2 x 1 s),
+    # then reconnected (connect_timeout 1 s, reconnect_max 0.5 s) and the
+    # consumer subscribed again (operation_timeout 2 s); the messages the
+    # lost connection held come back from the broker.
+    proxied+="?listener_name=$listener&keepalive=1s&connect_timeout=1s&operation_timeout=2s&publish_timeout=3s&reconnect_max=500ms"
+    extra=(--fault-port "$fault_port" --call-bound 3.5 --resume-within 6)
+    ;;
   kafka)
     # The proxy must be the address the broker advertises, or the client
     # would go around it after bootstrapping: the broker's FAULT listener
@@ -72,6 +108,17 @@ case "$broker_name" in
     # the run produces for 10 s, long after the fault.
     proxied="kafka://{proxy}?partitions=2&session_timeout=6s&publish_timeout=5s&request_timeout=2s&connect_timeout=2s&reconnect_max=500ms"
     extra=(--fault-port "$fault_port" --messages 6000 --call-bound 7.5 --resume-within 10)
+    if [[ "$fault" == stall ]]; then
+      # A JoinGroup in flight when the link stalls is not bounded by
+      # request_timeout: librdkafka gives it max.poll.interval.ms + 3 s
+      # (300 s + 3 s by default). With 6 s (the least it takes beside a 6 s
+      # session) the stalled join is given up after 9 s; the group then
+      # waits up to the same 6 s for the other member to rejoin: 15 s from
+      # the join, plus a reconnect. The run produces for 20 s, so that a
+      # consumer that gets its partition that late still finds work.
+      proxied+="&consumer.max.poll.interval.ms=6000"
+      extra=(--fault-port "$fault_port" --messages 12000 --call-bound 7.5 --resume-within 16)
+    fi
     ;;
   *)
     echo "run_fault.sh: unknown broker $broker_name" >&2

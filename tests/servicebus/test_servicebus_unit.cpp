@@ -205,6 +205,38 @@ TEST(ServiceBusConnection, TheEmulatorIsPlainAmqpOnItsPortAndAzureIsTlsOn5671) {
       token->token.starts_with("SharedAccessSignature sr=sb%3A%2F%2Fcontoso.servicebus.windows.net%2Forders&sig="));
 }
 
+TEST(ServiceBusConnection, AUrlPortWinsForTheConnectionAndTheEndpointStaysTheNamespace) {
+  // A local proxy or port forward on 15694 in front of the endpoint 5694:
+  // the TCP connection goes to the URL's port; the AMQP hostname and the
+  // tokens' audience are still the connection string's endpoint.
+  sb::Options o = options_of("sb://127.0.0.1:15694");
+  o.connection_string =
+      "Endpoint=sb://127.0.0.1:5694;SharedAccessKeyName=n;SharedAccessKey=k;UseDevelopmentEmulator=true";
+  auto plain = sb::connection_options(o);
+  ASSERT_TRUE(plain) << plain.error().message();
+  EXPECT_EQ(plain->host, "127.0.0.1");
+  EXPECT_EQ(plain->port, 15694);
+  EXPECT_EQ(plain->virtual_host, "127.0.0.1");
+  EXPECT_EQ(plain->claims.audience_of("orders"), "sb://127.0.0.1:5694/orders");
+
+  // On Azure: TLS to the URL's port, the certificate still checked against the namespace.
+  o = options_of("sb://contoso.servicebus.windows.net:15671");
+  o.connection_string = "Endpoint=sb://contoso.servicebus.windows.net/;SharedAccessKeyName=n;SharedAccessKey=k";
+  auto tls = sb::connection_options(o);
+  ASSERT_TRUE(tls) << tls.error().message();
+  EXPECT_EQ(tls->port, 15671);
+  EXPECT_TRUE(tls->tls.enabled);
+  EXPECT_EQ(tls->virtual_host, "contoso.servicebus.windows.net");
+  EXPECT_EQ(tls->claims.audience_of("orders"), "sb://contoso.servicebus.windows.net/orders");
+
+  // The namespace itself must still agree.
+  o = options_of("sb://other.servicebus.windows.net:15671");
+  o.connection_string = "Endpoint=sb://contoso.servicebus.windows.net/;SharedAccessKeyName=n;SharedAccessKey=k";
+  auto other = sb::connection_options(o);
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().code(), bq::Errc::invalid_argument);
+}
+
 TEST(ServiceBusConnection, AudiencesNameTheEntity) {
   EXPECT_EQ(sb::audience_of("h:1", "orders"), "sb://h:1/orders");
   EXPECT_EQ(sb::audience_of("h", "orders/$DeadLetterQueue"), "sb://h/orders");

@@ -10,6 +10,10 @@
 //   tenant=NAME, namespace=NAME   where queues live (default public/default)
 //   subscription=NAME             the Shared subscription consumers use (default babelqueue)
 //   token=TOKEN                   token authentication (auth method "token")
+//   listener_name=NAME            the broker's advertised listener (advertisedListeners) whose
+//                                 address topic lookups answer with (default: the broker's
+//                                 internal one); for clients that reach the broker through
+//                                 another address (a NAT, a proxy)
 //   connect_timeout=DURATION      TCP + TLS + CONNECT/CONNECTED (default 10s)
 //   operation_timeout=DURATION    lookup, producer and subscription creation (default 30s)
 //   publish_timeout=DURATION      waiting for the broker's receipts (default 30s)
@@ -69,13 +73,16 @@ class Transport final : public babelqueue::Transport {
  public:
   /// The connection and its behaviour; the URL parameters of the same names set them.
   struct Options {
-    std::string host = "127.0.0.1";           ///< the broker's host
-    std::uint16_t port = 6650;                ///< its binary-protocol port
-    TlsOptions tls;                           ///< enabled: pulsar+ssl://
-    std::string token;                        ///< token authentication; empty: none. Never logged
-    std::string tenant = "public";            ///< the tenant of the topics
-    std::string ns = "default";               ///< the namespace of the topics
-    std::string subscription = "babelqueue";  ///< the Shared subscription consumers use
+    std::string host = "127.0.0.1";  ///< the broker's host
+    std::uint16_t port = 6650;       ///< its binary-protocol port
+    TlsOptions tls;                  ///< enabled: pulsar+ssl://
+    std::string token;               ///< token authentication; empty: none. Never logged
+    /// The broker's advertised listener whose address lookups answer with
+    /// (CommandLookupTopic's advertised_listener_name); empty: its internal one.
+    std::string listener_name;
+    std::string tenant = "public";                                          ///< the tenant of the topics
+    std::string ns = "default";                                             ///< the namespace of the topics
+    std::string subscription = "babelqueue";                                ///< the Shared subscription consumers use
     std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};    ///< TCP, TLS and CONNECT
     std::chrono::milliseconds operation_timeout{std::chrono::seconds(30)};  ///< lookups, producers, subscriptions
     std::chrono::milliseconds publish_timeout{std::chrono::seconds(30)};    ///< waiting for the broker's receipts

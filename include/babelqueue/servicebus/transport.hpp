@@ -4,7 +4,10 @@
 //
 // URL: sb://NAMESPACE[:port][?options]   (also servicebus://, azureservicebus://)
 //   NAMESPACE is the namespace's host, e.g. contoso.servicebus.windows.net;
-//   it may be left out (sb://) when the connection string names it.
+//   it may be left out (sb://) when the connection string names it. A port
+//   in the URL is where the TCP connection goes (a local proxy, a port
+//   forward); the connection string's endpoint stays the namespace: the AMQP
+//   hostname, the TLS name checked and the tokens' audience.
 // Credentials, as the Python SDK reads them: a connection string in
 // Options::connection_string, else in the environment variable
 // AZURE_SERVICEBUS_CONNECTION_STRING:

@@ -616,5 +616,26 @@ def _cbs_reply(code: int, description: str) -> Message:
     return Message(properties={"status-code": int32(code), "status-description": description})
 
 
+def _skip_timers_of_finished_sockets() -> None:
+    """Keeps one client's reset connection from ending the server.
+
+    python-qpid-proton's IOHandler (0.40) lets a socket's timer fire after it
+    finalized the socket's transport (a peer reset the connection while the
+    timer was pending) and then dereferences the missing transport: the
+    AttributeError ends Container.run(), and the server with it. Such a timer
+    has nothing left to do, so it is skipped."""
+    from proton._handlers import IOHandler  # the version is pinned by scripts/broker
+
+    expired = IOHandler.on_selectable_expired
+
+    def on_selectable_expired(self, event):  # type: ignore[no-untyped-def]
+        if event.selectable._transport is None:
+            return
+        expired(self, event)
+
+    IOHandler.on_selectable_expired = on_selectable_expired  # type: ignore[method-assign]
+
+
 def serve(config: Config, namespace: Namespace) -> None:
+    _skip_timers_of_finished_sockets()
     Container(ServiceBusServer(config, namespace)).run()
