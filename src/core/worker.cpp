@@ -95,16 +95,16 @@ std::string message_label(const Flight& flight) {
 
 }  // namespace
 
-// Messages received ahead of the handlers when WorkerOptions::prefetch is 0:
-// enough for one receive to fetch a batch (one round trip or one transaction
-// for several messages), few enough that a crashed worker holds little.
-constexpr std::size_t kDefaultPrefetch = 16;
-
+// Messages received ahead of the handlers when WorkerOptions::prefetch is 0
+// are max(concurrency, Capabilities::default_prefetch): enough for one
+// receive to fetch a batch (one round trip or one transaction for several
+// messages), few enough that a crashed worker holds little.
+//
 // On a transport that settles a batch in one round trip
 // (Capabilities::batch_ack), the acks of handled messages are gathered: a
-// full batch is sent at once (SQS's DeleteMessageBatch takes 10), a partial
-// one after WorkerOptions::ack_linger (see ack_handled()).
-constexpr std::size_t kAckBatch = 10;
+// full batch of Capabilities::ack_batch_size is sent at once (SQS's
+// DeleteMessageBatch takes 10), a partial one after WorkerOptions::ack_linger
+// (see ack_handled()).
 
 Result<void> WorkerOptions::check() const {
   auto bad = [](std::string_view field, const std::string& value, std::string_view expected) -> Result<void> {
@@ -143,9 +143,12 @@ class Worker::Impl {
         transport_(transport),
         options_(checked(std::move(options))),
         chain_(options_.middleware) {
-    if (options_.prefetch == 0) options_.prefetch = std::max<std::size_t>(options_.concurrency, kDefaultPrefetch);
     if (!options_.log) options_.log = [](LogLevel, std::string_view) {};
     caps_ = transport_.capabilities();
+    if (options_.prefetch == 0) {
+      options_.prefetch = std::max<std::size_t>({options_.concurrency, caps_.default_prefetch, 1});
+    }
+    ack_batch_size_ = std::max<std::size_t>(caps_.ack_batch_size, 1);
     // An ack that waited past its message's lease would let the message
     // come back: the linger stays well inside the lease.
     batch_acks_ = caps_.batch_ack && options_.ack_linger.count() > 0;
@@ -974,23 +977,23 @@ class Worker::Impl {
       if (pending_acks_.empty()) oldest_ack_ = std::chrono::steady_clock::now();
       pending_acks_.push_back(flight.delivery);  // a copy: the lease thread may still read the flight's
       const std::size_t pending = pending_acks_.size();
-      wake = pending == 1 || pending == kAckBatch;  // the flusher's linger starts, or it can send now
-      if (pending >= 2 * kAckBatch) mine = take_ack_batch_locked();
+      wake = pending == 1 || pending == ack_batch_size_;  // the flusher's linger starts, or it can send now
+      if (pending >= 2 * ack_batch_size_) mine = take_ack_batch_locked();
     }
     if (wake) acks_changed_.notify_one();
     if (!mine.empty()) send_acks(mine);
     return true;
   }
 
-  // The oldest kAckBatch pending acks (or all, when fewer). What stays
+  // The oldest ack_batch_size_ pending acks (or all, when fewer). What stays
   // lingers from now: a remainder is younger than what was taken.
   std::vector<Delivery> take_ack_batch_locked() {
     std::vector<Delivery> batch;
-    if (pending_acks_.size() <= kAckBatch) {
+    if (pending_acks_.size() <= ack_batch_size_) {
       batch.swap(pending_acks_);
       return batch;
     }
-    const auto end = pending_acks_.begin() + static_cast<std::ptrdiff_t>(kAckBatch);
+    const auto end = pending_acks_.begin() + static_cast<std::ptrdiff_t>(ack_batch_size_);
     batch.assign(std::make_move_iterator(pending_acks_.begin()), std::make_move_iterator(end));
     pending_acks_.erase(pending_acks_.begin(), end);
     oldest_ack_ = std::chrono::steady_clock::now();
@@ -1006,7 +1009,7 @@ class Worker::Impl {
       acks_changed_.wait(lock, [&] { return acks_closing_ || !pending_acks_.empty(); });
       if (pending_acks_.empty()) return;  // closing, and nothing is left
       acks_changed_.wait_until(lock, oldest_ack_ + ack_linger_, [&] {
-        return acks_closing_ || pending_acks_.empty() || pending_acks_.size() >= kAckBatch;
+        return acks_closing_ || pending_acks_.empty() || pending_acks_.size() >= ack_batch_size_;
       });
       if (pending_acks_.empty()) continue;  // a handler took them
       std::vector<Delivery> batch = take_ack_batch_locked();
@@ -1122,6 +1125,7 @@ class Worker::Impl {
   // only), under a mutex of their own so that sending a batch never holds
   // mutex_.
   bool batch_acks_ = false;
+  std::size_t ack_batch_size_ = 1;  // Capabilities::ack_batch_size, at least one
   std::chrono::milliseconds ack_linger_{0};
   std::mutex acks_mutex_;
   std::condition_variable acks_changed_;  // the flusher: a first ack or a full batch is pending, or the run ends
