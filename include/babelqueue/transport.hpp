@@ -128,17 +128,25 @@ struct Delivery {
 
 /// What a transport can do: the runtime asks this, never which broker it is.
 struct Capabilities {
-  bool headers = false;                    ///< publish/receive carry out-of-band headers
-  bool native_delay = false;               ///< publish and release honour a delay
-  bool native_release = false;             ///< release() hands back the same message
-  bool delivery_count = false;             ///< Delivery::native_attempts is filled
-  bool redelivers_unsettled = false;       ///< an unsettled message comes back after a crash
-  bool extendable_lease = false;           ///< extend() keeps a long handler's message reserved
-  bool batch_publish = false;              ///< publish_batch() is one round trip, not a loop
-  bool ordered = false;                    ///< first in, first out per queue (or partition)
-  bool ordering_key = false;               ///< PublishOptions::ordering_key is honoured and read back
-  bool deduplication = false;              ///< PublishOptions::dedup_id is honoured by the broker
-  bool batch_ack = false;                  ///< ack_batch() is one round trip, not a loop
+  bool headers = false;               ///< publish/receive carry out-of-band headers
+  bool native_delay = false;          ///< publish and release honour a delay
+  bool native_release = false;        ///< release() hands back the same message
+  bool delivery_count = false;        ///< Delivery::native_attempts is filled
+  bool redelivers_unsettled = false;  ///< an unsettled message comes back after a crash
+  bool extendable_lease = false;      ///< extend() keeps a long handler's message reserved
+  bool batch_publish = false;         ///< publish_batch() is one round trip, not a loop
+  bool ordered = false;               ///< first in, first out per queue (or partition)
+  bool ordering_key = false;          ///< PublishOptions::ordering_key is honoured and read back
+  bool deduplication = false;         ///< PublishOptions::dedup_id is honoured by the broker
+  bool batch_ack = false;             ///< ack_batch() is one round trip, not a loop
+  /// Where batch_ack is set, how many acks the worker gathers into one
+  /// ack_batch(): SQS's DeleteMessageBatch takes 10; an embedded store
+  /// settles more in one transaction, at the same cost.
+  std::size_t ack_batch_size = 10;
+  /// The smallest prefetch of a worker left on automatic
+  /// (WorkerOptions::prefetch 0): a transport whose every receive costs a
+  /// transaction asks for more, so that one claims a bigger batch.
+  std::size_t default_prefetch = 16;
   std::chrono::milliseconds max_delay{0};  ///< longest native delay; 0 = no limit
   /// How long a receive reserves a message before it may be redelivered
   /// (visibility timeout); zero when unknown or unlimited.

@@ -88,10 +88,11 @@ struct WorkerOptions {
   /// Handler threads.
   std::size_t concurrency = 1;
   /// Messages received ahead of the handlers; they stay reserved (their
-  /// leases kept) until a handler takes them. 0 = max(concurrency, 16), so one
-  /// receive fetches a batch; on a transport that holds messages ahead of
-  /// receive() anyway (Capabilities::held_ahead, e.g. Artemis's credit
-  /// window), up to 32 per handler thread, no more than it holds.
+  /// leases kept) until a handler takes them. 0 = max(concurrency,
+  /// Capabilities::default_prefetch): 16, 256 on SQLite, so one receive
+  /// fetches a batch; on a transport that holds messages ahead of receive()
+  /// anyway (Capabilities::held_ahead, e.g. Artemis's credit window), up to
+  /// 32 per handler thread, no more than it holds.
   std::size_t prefetch = 0;
   /// Bytes of bodies received ahead of the handlers, as well as prefetch
   /// messages: the worker receives again only once the bodies it holds
@@ -123,7 +124,8 @@ struct WorkerOptions {
   std::chrono::milliseconds lease_extension{0};
   /// Where the transport settles a batch of acks in one round trip
   /// (Capabilities::batch_ack, e.g. SQS), the acks of handled messages are
-  /// gathered: a batch of 10 is sent at once, a smaller one once its first
+  /// gathered: a batch of Capabilities::ack_batch_size (10; 256 on SQLite)
+  /// is sent at once, a smaller one once its first
   /// ack has waited this long (at most a quarter of the transport's lease),
   /// and whatever is pending when a run ends is sent before run() returns.
   /// Zero sends every ack at once, on its own.

@@ -95,10 +95,11 @@ std::string message_label(const Flight& flight) {
 
 }  // namespace
 
-// Messages received ahead of the handlers when WorkerOptions::prefetch is 0:
-// enough for one receive to fetch a batch (one round trip or one transaction
-// for several messages), few enough that a crashed worker holds little.
-constexpr std::size_t kDefaultPrefetch = 16;
+// Messages received ahead of the handlers when WorkerOptions::prefetch is 0
+// are max(concurrency, Capabilities::default_prefetch): enough for one
+// receive to fetch a batch (one round trip or one transaction for several
+// messages), few enough that a crashed worker holds little.
+//
 // Per handler thread, on a transport that holds messages ahead of receive()
 // anyway: with 16 in all, the receive loop and the handlers woke each other
 // every few messages. Measured on Artemis at concurrency 4: about twice the
@@ -108,7 +109,7 @@ constexpr std::size_t kHeldAheadPrefetchPerThread = 32;
 namespace {
 
 std::size_t automatic_prefetch(std::size_t concurrency, const Capabilities& caps) {
-  const std::size_t prefetch = std::max<std::size_t>(concurrency, kDefaultPrefetch);
+  const std::size_t prefetch = std::max<std::size_t>({concurrency, caps.default_prefetch, 1});
   if (caps.held_ahead == 0) return prefetch;
   return std::max(prefetch, std::min(caps.held_ahead, concurrency * kHeldAheadPrefetchPerThread));
 }
@@ -117,9 +118,9 @@ std::size_t automatic_prefetch(std::size_t concurrency, const Capabilities& caps
 
 // On a transport that settles a batch in one round trip
 // (Capabilities::batch_ack), the acks of handled messages are gathered: a
-// full batch is sent at once (SQS's DeleteMessageBatch takes 10), a partial
-// one after WorkerOptions::ack_linger (see ack_handled()).
-constexpr std::size_t kAckBatch = 10;
+// full batch of Capabilities::ack_batch_size is sent at once (SQS's
+// DeleteMessageBatch takes 10), a partial one after WorkerOptions::ack_linger
+// (see ack_handled()).
 
 Result<void> WorkerOptions::check() const {
   auto bad = [](std::string_view field, const std::string& value, std::string_view expected) -> Result<void> {
@@ -161,6 +162,7 @@ class Worker::Impl {
     if (!options_.log) options_.log = [](LogLevel, std::string_view) {};
     caps_ = transport_.capabilities();
     if (options_.prefetch == 0) options_.prefetch = automatic_prefetch(options_.concurrency, caps_);
+    ack_batch_size_ = std::max<std::size_t>(caps_.ack_batch_size, 1);
     // An ack that waited past its message's lease would let the message
     // come back: the linger stays well inside the lease.
     batch_acks_ = caps_.batch_ack && options_.ack_linger.count() > 0;
@@ -989,23 +991,23 @@ class Worker::Impl {
       if (pending_acks_.empty()) oldest_ack_ = std::chrono::steady_clock::now();
       pending_acks_.push_back(flight.delivery);  // a copy: the lease thread may still read the flight's
       const std::size_t pending = pending_acks_.size();
-      wake = pending == 1 || pending == kAckBatch;  // the flusher's linger starts, or it can send now
-      if (pending >= 2 * kAckBatch) mine = take_ack_batch_locked();
+      wake = pending == 1 || pending == ack_batch_size_;  // the flusher's linger starts, or it can send now
+      if (pending >= 2 * ack_batch_size_) mine = take_ack_batch_locked();
     }
     if (wake) acks_changed_.notify_one();
     if (!mine.empty()) send_acks(mine);
     return true;
   }
 
-  // The oldest kAckBatch pending acks (or all, when fewer). What stays
+  // The oldest ack_batch_size_ pending acks (or all, when fewer). What stays
   // lingers from now: a remainder is younger than what was taken.
   std::vector<Delivery> take_ack_batch_locked() {
     std::vector<Delivery> batch;
-    if (pending_acks_.size() <= kAckBatch) {
+    if (pending_acks_.size() <= ack_batch_size_) {
       batch.swap(pending_acks_);
       return batch;
     }
-    const auto end = pending_acks_.begin() + static_cast<std::ptrdiff_t>(kAckBatch);
+    const auto end = pending_acks_.begin() + static_cast<std::ptrdiff_t>(ack_batch_size_);
     batch.assign(std::make_move_iterator(pending_acks_.begin()), std::make_move_iterator(end));
     pending_acks_.erase(pending_acks_.begin(), end);
     oldest_ack_ = std::chrono::steady_clock::now();
@@ -1021,7 +1023,7 @@ class Worker::Impl {
       acks_changed_.wait(lock, [&] { return acks_closing_ || !pending_acks_.empty(); });
       if (pending_acks_.empty()) return;  // closing, and nothing is left
       acks_changed_.wait_until(lock, oldest_ack_ + ack_linger_, [&] {
-        return acks_closing_ || pending_acks_.empty() || pending_acks_.size() >= kAckBatch;
+        return acks_closing_ || pending_acks_.empty() || pending_acks_.size() >= ack_batch_size_;
       });
       if (pending_acks_.empty()) continue;  // a handler took them
       std::vector<Delivery> batch = take_ack_batch_locked();
@@ -1137,6 +1139,7 @@ class Worker::Impl {
   // only), under a mutex of their own so that sending a batch never holds
   // mutex_.
   bool batch_acks_ = false;
+  std::size_t ack_batch_size_ = 1;  // Capabilities::ack_batch_size, at least one
   std::chrono::milliseconds ack_linger_{0};
   std::mutex acks_mutex_;
   std::condition_variable acks_changed_;  // the flusher: a first ack or a full batch is pending, or the run ends

@@ -53,6 +53,11 @@ CREATE TABLE IF NOT EXISTS bq_messages (
 CREATE INDEX IF NOT EXISTS bq_messages_by_queue ON bq_messages (queue, available_at);
 )sql";
 
+// The batches a worker uses on this transport (Capabilities::ack_batch_size,
+// default_prefetch); see capabilities().
+constexpr std::size_t kAckBatchSize = 256;
+constexpr std::size_t kDefaultPrefetch = 256;
+
 constexpr milliseconds kFirstPollPause{5};
 // wait values are clamped to this so that adding one to a clock cannot overflow.
 constexpr milliseconds kLongestWait{std::chrono::hours(24 * 365)};
@@ -130,6 +135,9 @@ class sqlite::Transport::State {
   Database db;            // declared before the statements: they are finalized first
   Statements statements;  // guarded by db_mutex
   std::atomic<bool> closed{false};
+  // The last claim returned as many messages as it was asked for (any queue:
+  // a hint for receive(), never a correctness matter).
+  std::atomic<bool> last_claim_full{false};
 
   std::mutex wake_mutex;
   std::condition_variable wake;
@@ -176,6 +184,19 @@ Result<void> sqlite::Transport::State::connect() {
   const char* synchronous =
       options.synchronous == Synchronous::full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
   if (auto set = db.exec(synchronous, "set synchronous"); !set) return set;
+  // A queue's rows are read back (claimed, deleted) soon after they were
+  // written: pages mapped from the file and a page cache that holds a busy
+  // queue's working set spare a read system call and a copy per page. The
+  // checkpoint (an fsync of the log and of the file under synchronous=normal,
+  // made by whichever commit crosses the mark, under the write lock) runs
+  // every 16384 pages of log (64 MiB) rather than SQLite's 1000: a
+  // sixteenth of the fsyncs for the same bytes, for a log file that grows to
+  // that size and stays there (SQLite reuses it).
+  if (auto tuned = db.exec("PRAGMA mmap_size=268435456; PRAGMA cache_size=-16384; PRAGMA wal_autocheckpoint=16384",
+                           "tune the page cache");
+      !tuned) {
+    return tuned;
+  }
 
   auto schema = db.write_transaction("create the schema", [&]() -> Result<void> {
     auto version_text = db.query_text("PRAGMA user_version", "read the schema version");
@@ -396,6 +417,11 @@ Capabilities sqlite::Transport::capabilities() const {
   caps.extendable_lease = true;
   caps.batch_publish = true;
   caps.batch_ack = true;
+  // Every receive and every ack_batch is a write transaction, whose cost
+  // (the WAL frames of the pages it touched, the locks) hardly grows with
+  // its rows: a worker claims and settles in batches this big.
+  caps.ack_batch_size = kAckBatchSize;
+  caps.default_prefetch = kDefaultPrefetch;
   caps.ordered = true;
   caps.peek = true;
   return caps;
@@ -448,6 +474,14 @@ Result<std::vector<Delivery>> sqlite::Transport::receive(std::string_view queue,
   if (max == 0) return unexpected(Errc::invalid_argument, "receive needs max >= 1");
   const Clock::time_point deadline = Clock::now() + std::clamp(wait, milliseconds(0), kLongestWait);
   milliseconds pause = kFirstPollPause;
+  // While the last claim filled its batch, the queue most likely holds more:
+  // claim at once, without the look below (a read and a lock of its own).
+  if (state_->last_claim_full.load(std::memory_order_relaxed)) {
+    auto claimed = state_->claim(queue, max);
+    if (!claimed) return claimed;
+    state_->last_claim_full.store(claimed->size() == max, std::memory_order_relaxed);
+    if (!claimed->empty()) return claimed;
+  }
   for (;;) {
     if (state_->closed) return closed_error();
     // Read before looking, so a publish that commits after the look still
@@ -460,6 +494,7 @@ Result<std::vector<Delivery>> sqlite::Transport::receive(std::string_view queue,
     const std::int64_t now = now_epoch_ms();
     if (*next && **next <= now) {
       auto claimed = state_->claim(queue, max);
+      if (claimed) state_->last_claim_full.store(claimed->size() == max, std::memory_order_relaxed);
       if (!claimed || !claimed->empty()) return claimed;
       // Another consumer took them between the look and the claim.
     }

@@ -32,8 +32,7 @@ class HoldingTransport final : public bq::Transport {
     caps.held_ahead = held_ahead_;
     return caps;
   }
-  bq::Result<void> publish(std::string_view queue, std::string_view body,
-                           const bq::PublishOptions& options) override {
+  bq::Result<void> publish(std::string_view queue, std::string_view body, const bq::PublishOptions& options) override {
     return inner_->publish(queue, body, options);
   }
   bq::Result<std::vector<bq::Delivery>> receive(std::string_view queue, std::size_t max,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Batched acks: where the transport settles a batch in one round trip
 // (Capabilities::batch_ack), the Worker gathers the acks of handled messages
-// into ack_batch() calls of at most 10, sends a partial batch after a short
+// into ack_batch() calls of at most Capabilities::ack_batch_size (10 unless
+// the transport asks for more), sends a partial batch after a short
 // linger (WorkerOptions::ack_linger), and flushes what is pending before a
 // run (run() after stop(), drain()) returns. A delivery the batch did not settle is counted and logged
 // as a failed single ack; the rest are settled. Transports without batch_ack
@@ -244,6 +245,42 @@ TEST_F(BatchAck, AZeroLingerAcksEveryMessageOnItsOwn) {
   EXPECT_EQ(batching_.single_acks(), 12U);
   EXPECT_TRUE(batching_.ack_batches().empty());
   expect_all_settled();
+}
+
+// A transport asks for its own batch sizes (SQLite: a transaction costs
+// about the same for one row as for many): the acks go in batches of
+// Capabilities::ack_batch_size, and an automatic prefetch is at least
+// Capabilities::default_prefetch.
+class SizedBatches final : public RecordingTransport {
+ public:
+  using RecordingTransport::RecordingTransport;
+  bq::Capabilities capabilities() const override {
+    bq::Capabilities caps = RecordingTransport::capabilities();
+    caps.ack_batch_size = 4;
+    caps.default_prefetch = 40;
+    return caps;
+  }
+};
+
+TEST_F(BatchAck, TheTransportSetsTheBatchSizeAndTheAutomaticPrefetch) {
+  SizedBatches sized(memory_, /*batch_ack=*/true);
+  bq::Worker worker(sized, lingering());
+  EXPECT_EQ(worker.options().prefetch, 40U);
+  worker.handle("urn:a", [](const bq::Message&) {});
+  publish(worker, 10);
+  EXPECT_EQ(worker.drain("orders").value(), 10U);
+  EXPECT_EQ(sized.ack_batches(), (std::vector<std::size_t>{4, 4, 2}));
+  expect_all_settled();
+
+  // A prefetch the application chose is kept; so is the default's floor of
+  // one per handler thread.
+  auto chosen = options();
+  chosen.prefetch = 3;
+  EXPECT_EQ(bq::Worker(sized, chosen).options().prefetch, 3U);
+  auto many_threads = options();
+  many_threads.concurrency = 64;
+  EXPECT_EQ(bq::Worker(sized, many_threads).options().prefetch, 64U);
+  EXPECT_EQ(bq::Worker(batching_, options()).options().prefetch, 16U);
 }
 
 TEST_F(BatchAck, WithoutBatchAckEveryMessageIsAckedOnItsOwn) {

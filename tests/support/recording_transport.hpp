@@ -31,7 +31,7 @@
 
 namespace babelqueue::test_support {
 
-class RecordingTransport final : public Transport {
+class RecordingTransport : public Transport {
  public:
   struct Publish {
     std::string queue;

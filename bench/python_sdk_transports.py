@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""This SDK's transports against the published Python SDK's, on the same brokers, in one run.
+
+Usage:
+  bench/python_sdk_transports.py BABELQUEUE_BINARY [--transports redis,rabbitmq] [--messages N] [--size BYTES]
+                                 [--python PYTHON] [--strict] [--markdown]
+
+For each transport (a broker of scripts/broker, started when it is not
+running; its URL is `scripts/broker url NAME`), on queues of their own:
+
+  ours         babelqueue --url URL bench QUEUE --messages N --size BYTES --concurrency C --json,
+               for C = 1 and 4: publish_batch in chunks, then a Worker with a no-op handler
+  Python SDK   its App (babelqueue.BabelQueue) in the interpreter of `scripts/python-sdk path`
+               unless --python is given: N x app.publish(urn, data), then
+               app.consume(queue, max_messages=N) with a no-op handler (one thread: the
+               Python App has no concurrency setting)
+
+Both sides send the same envelope: job urn:babelqueue:bench, data
+{"seq": i, "payload": "xxx..."} of about BYTES bytes of JSON. The script
+prints the rates and the ratios (ours / Python SDK) against the targets of
+docs/benchmarks.md: at least 3x on publish and on consume + ack (the c1 and
+the c4 consumer each against the one Python consume loop). The publish line
+takes the slower of our two runs. --markdown prints the table of
+docs/benchmarks.md instead, under a line saying when, on which commit and on
+what machine it was measured. The exit code is 0 even with FAIL rows unless
+--strict is given; 2 when a run fails.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import machine
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BROKER = os.path.join(HERE, "..", "scripts", "broker")
+TARGET = 3.0
+URN = "urn:babelqueue:bench"
+
+# Runs inside the Python SDK's interpreter: publishes then consumes COUNT
+# envelopes through the App, prints {"publish": msg/s, "consume": msg/s}.
+PYTHON_LOOP = r"""
+import json, sys, time
+from babelqueue import BabelQueue
+
+url, queue, count, size, urn = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+empty = len(json.dumps({"seq": count, "payload": ""}, separators=(",", ":")))
+payload = "x" * max(0, size - empty)
+app = BabelQueue(url, queue=queue)
+app.register(urn, lambda data, meta: None)
+start = time.perf_counter()
+for seq in range(count):
+    app.publish(urn, {"seq": seq, "payload": payload})
+publish = count / (time.perf_counter() - start)
+start = time.perf_counter()
+processed = app.consume(queue, max_messages=count, timeout=5.0, handle_signals=False)
+consume = processed / (time.perf_counter() - start)
+app.transport.close()
+if processed != count:
+    sys.exit(f"the Python SDK consumed {processed} of {count} messages")
+print(json.dumps({"publish": publish, "consume": consume}))
+"""
+
+
+def fail(message):
+    print(f"python_sdk_transports.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse_args(argv):
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        sys.exit(0 if argv else 2)
+    options = {"binary": argv[0], "transports": "redis,rabbitmq", "messages": 20000, "size": 256, "python": None,
+               "strict": False, "markdown": False}
+    rest = argv[1:]
+    i = 0
+    while i < len(rest):
+        arg = rest[i]
+        if arg in ("--strict", "--markdown"):
+            options[arg[2:]] = True
+        elif arg in ("--transports", "--messages", "--size", "--python") and i + 1 < len(rest):
+            key = arg[2:]
+            options[key] = int(rest[i + 1]) if key in ("messages", "size") else rest[i + 1]
+            i += 1
+        else:
+            fail(f"unknown argument {arg}")
+        i += 1
+    if options["messages"] < 1:
+        fail("--messages must be at least 1")
+    return options
+
+
+def broker_url(name):
+    status = subprocess.run([BROKER, "status", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            check=False)
+    if status.returncode != 0:
+        subprocess.run([BROKER, "start", name], stdout=subprocess.DEVNULL, check=True)
+    done = subprocess.run([BROKER, "url", name], stdout=subprocess.PIPE, check=True, text=True)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def ours(binary, url, queue, messages, size, concurrency):
+    command = [binary, "--url", url, "bench", queue, "--messages", str(messages), "--size", str(size),
+               "--concurrency", str(concurrency), "--json"]
+    done = subprocess.run(command, stdout=subprocess.PIPE, check=False, text=True)
+    if done.returncode != 0:
+        fail(f"{' '.join(command)} exited with {done.returncode}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def python_sdk(python, url, queue, messages, size):
+    done = subprocess.run([python, "-c", PYTHON_LOOP, url, queue, str(messages), str(size), URN],
+                          stdout=subprocess.PIPE, check=False, text=True)
+    if done.returncode != 0:
+        fail(f"the Python SDK's loop on {url} exited with {done.returncode}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv):
+    options = parse_args(argv)
+    python = options["python"]
+    if python is None:
+        python = subprocess.run([os.path.join(HERE, "..", "scripts", "python-sdk"), "path"], stdout=subprocess.PIPE,
+                                check=True, text=True).stdout.strip()
+    measured = machine.describe(HERE)
+    messages, size = options["messages"], options["size"]
+    tag = f"{os.getpid()}"
+    rows = []  # (transport, what, python msg/s, ours msg/s)
+    for transport in [name for name in options["transports"].split(",") if name]:
+        url = broker_url(transport)
+        runs = {c: ours(options["binary"], url, f"bench-cpp-{tag}-c{c}", messages, size, c) for c in (1, 4)}
+        theirs = python_sdk(python, url, f"bench-py-{tag}", messages, size)
+        rows.append((transport, "publish", theirs["publish"],
+                     min(runs[1]["publish_msgs_per_s"], runs[4]["publish_msgs_per_s"])))
+        for c in (1, 4):
+            rows.append((transport, f"consume + ack, c{c}", theirs["consume"], runs[c]["consume_msgs_per_s"]))
+    failed = 0
+    measured += f", load average {machine.load()} at the end"
+    spaced = lambda value: format(value, ",.0f").replace(",", " ")
+    if options["markdown"]:
+        print(f"{measured}; {messages} messages of {size} bytes of data:")
+        print()
+        print("| transport | operation | Python SDK msg/s | ours msg/s | ratio | target |")
+        print("| --- | --- | ---: | ---: | ---: | --- |")
+    else:
+        print(measured)
+        print(f"{'transport':<10} {'operation':<18} {'Python msg/s':>13} {'ours msg/s':>11} {'ratio':>8}  target  verdict")
+    for transport, what, theirs, mine in rows:
+        ratio = mine / theirs if theirs > 0 else float("inf")
+        verdict = "PASS" if ratio >= TARGET else "FAIL"
+        failed += verdict != "PASS"
+        if options["markdown"]:
+            print(f"| {transport} | {what} | {spaced(theirs)} | {spaced(mine)} | {ratio:.1f}× | ≥ {TARGET:g}× — {verdict} |")
+        else:
+            print(f"{transport:<10} {what:<18} {theirs:>13.0f} {mine:>11.0f} {ratio:>7.1f}x  >={TARGET:g}x  {verdict}")
+    return 1 if options["strict"] and failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
