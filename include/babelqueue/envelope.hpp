@@ -182,7 +182,7 @@ class Envelope {
  private:
   friend class EnvelopeBuilder;
   friend class EnvelopeDecoder;
-  friend class EnvelopeTapeDecoder;
+  friend class EnvelopeIndexDecoder;
   friend Acceptance accepts(const Envelope& envelope) noexcept;
   using Span = detail::Span;
   using Member = detail::Member;
@@ -234,8 +234,8 @@ class Envelope {
   std::string buffer_;  ///< the body, with spare capacity for the parser's padding
   std::size_t body_size_ = 0;
   std::string side_;  ///< unescaped copies of string fields that had escapes
-  std::array<std::optional<Member>, static_cast<std::size_t>(Top::count)> top_{};
-  std::array<std::optional<Member>, static_cast<std::size_t>(MetaKey::count)> meta_{};
+  std::array<detail::OptionalMember, static_cast<std::size_t>(Top::count)> top_;
+  std::array<detail::OptionalMember, static_cast<std::size_t>(MetaKey::count)> meta_;
   std::vector<Member> unknown_top_;   ///< in arrival order
   std::vector<Member> unknown_meta_;  ///< in arrival order
   std::vector<std::string> warnings_;
@@ -246,6 +246,7 @@ class Envelope {
   bool meta_is_object_ = false;
   bool data_is_object_ = false;
   std::optional<Rejection> rejection_;  ///< cached verdict of accepts()
+  bool judged_ = false;                 ///< rejection_ holds it (decoded or made)
 };
 
 /// Whether a consumer may hand this envelope to a handler: the URN (`job`, else

@@ -167,6 +167,7 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
   env.created_at_ = {created_at, true};
   env.meta_is_object_ = true;
   env.data_is_object_ = true;
+  env.judged_ = true;  // accepted: every rule of accepts() holds by construction
   return made;
 }
 
@@ -225,6 +226,8 @@ std::optional<DeadLetter> Envelope::dead_letter() const {
 }
 
 Acceptance accepts(const Envelope& e) noexcept {
+  // Decode and make judge once; a consumer asks again for every message.
+  if (e.judged_) return e.rejection_ ? Acceptance(*e.rejection_) : Acceptance();
   if (is_blank(e.urn())) return Acceptance(Rejection::missing_urn);
   if (!e.meta_is_object_) return Acceptance(Rejection::missing_meta);
   if (!e.schema_version_.is_int || e.schema_version_.value != kSchemaVersion) {
