@@ -128,6 +128,7 @@ class JsonOut {
     return quoted_slow(text, lead, trail);
   }
   WriteStatus quoted_slow(std::string_view text, char lead, char trail);
+  WriteStatus element(const Value& value);
 
   std::string& buffer_;
   char* cur_;    // the next byte to write

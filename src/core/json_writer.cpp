@@ -120,14 +120,50 @@ inline std::size_t decimal_digits(std::uint64_t x) noexcept {
 constexpr std::array<double, 18> kPowersOfTen = {1e0, 1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
                                                  1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
 
+__extension__ using Uint128 = unsigned __int128;  // GCC and Clang; __extension__ for -Wpedantic
+
+// Whether the decimal n / 10^k reads back as x, in integers: whether x is
+// the double nearest to it (ties to an even significand), as the division
+// n / 10^k would say when rounded, without a division on the path of every
+// double. x = m * 2^e with m of 53 bits, 1e-4 <= x < 2^50 (so -66 <= e <=
+// -3), n < 2^50, k <= 17: scaled by 4 * 10^k * 2^-e, x is B = 4 * m * 10^k
+// and the decimal is A = 4 * n * 2^-e, both below 2^120, and the doubles
+// next to x are 4 * 10^k away (2 * 10^k below a power of two, whose
+// neighbour below is closer).
+bool reads_back(std::uint64_t n, std::size_t k, double x) noexcept {
+  static constexpr std::array<std::uint64_t, 18> kPowers = [] {
+    std::array<std::uint64_t, 18> t{};
+    std::uint64_t v = 1;
+    for (auto& p : t) {
+      p = v;
+      v *= 10;
+    }
+    return t;
+  }();
+  const auto bits = std::bit_cast<std::uint64_t>(x);
+  const std::uint64_t m = (bits & ((std::uint64_t{1} << 52U) - 1)) | (std::uint64_t{1} << 52U);
+  const int e = static_cast<int>((bits >> 52U) & 0x7FFU) - 1075;
+  const Uint128 a = Uint128{n} << static_cast<unsigned>(2 - e);
+  const Uint128 b = Uint128{m} * kPowers[k] * 4U;
+  const Uint128 above = Uint128{kPowers[k]} * 2U;  // half the gap to the next double
+  const Uint128 below = m == (std::uint64_t{1} << 52U) ? Uint128{kPowers[k]} : above;
+  const bool even = (m & 1U) == 0;
+  if (a >= b) {
+    const Uint128 d = a - b;
+    return d < above || (d == above && even);
+  }
+  const Uint128 d = b - a;
+  return d < below || (d == below && even);
+}
+
 // The shortest digits of most doubles in payloads (prices, weights, ratios:
 // a short decimal) without the general algorithm. x is scaled once, by the
 // largest 10^K (K <= 17) that keeps |x| * 10^K below 2^50: there the
 // neighbours of x are closer together than 10^-K, so at most one decimal
 // with K fraction digits reads back as x, and the rounding of the
 // multiplication (within 3/16 of the exact product) cannot hide it from
-// round(). When N = round(|x| * 10^K) reads back (N / 10^K == |x|, one
-// correctly rounded division), N with its trailing zeros cut names the
+// round(). When N = round(|x| * 10^K) reads back (reads_back(): |x| is the
+// double nearest N / 10^K), N with its trailing zeros cut names the
 // decimal with the fewest fraction digits that reads back as x: any shorter
 // one, padded to K digits, would be a second such decimal. Those are the
 // shortest round-trip digits, the ones std::to_chars (and Python's repr)
@@ -149,7 +185,7 @@ bool write_short_decimal(char*& out, double value) noexcept {
   // Adding a half is exact below 2^50 (the spacing of doubles there is at
   // most 1/8), so this is round-half-up without a call into libm.
   auto rounded = static_cast<std::uint64_t>(scaled + 0.5);
-  if (static_cast<double>(rounded) / kPowersOfTen[k] != magnitude) return false;
+  if (!reads_back(rounded, k, magnitude)) return false;
   // Cut the trailing zeros, at most k of them: fewer than 16 (rounded is
   // below 2^50 < 10^16 and not 0), so steps of 8, 4, 2 and 1 find them.
   if (k >= 8 && rounded % 100000000U == 0) {
@@ -291,6 +327,12 @@ void JsonOut::integer(std::uint64_t value) {
 WriteStatus JsonOut::number(double value) {
   if (!std::isfinite(value)) return WriteStatus::not_finite;
   char* p = room(kLongestDouble);
+  if (value == 0) {
+    // What the general path writes for ±0, without its digit search.
+    std::memcpy(p, std::signbit(value) ? "-0.0" : "0.0\0", 4);
+    cur_ = p + (std::signbit(value) ? 4 : 3);
+    return WriteStatus::ok;
+  }
   if (!write_short_decimal(p, value)) write_general_double(p, value);
   cur_ = p;
   return WriteStatus::ok;
@@ -387,13 +429,21 @@ WriteStatus JsonOut::quoted_slow(std::string_view text, char lead, char trail) {
     dst += plain;
     const auto c = static_cast<unsigned char>(*src);
     if (c >= 0x80U) {
-      // Non-ASCII: kept byte for byte once its sequence is well-formed.
-      const std::size_t length =
-          utf8_sequence(reinterpret_cast<const unsigned char*>(src), static_cast<std::size_t>(end - src));
-      if (length == 0) return WriteStatus::invalid_utf8;
-      std::memcpy(dst, src, length);
-      src += length;
-      dst += length;
+      // Non-ASCII: kept byte for byte once its sequence is well-formed. A
+      // run of them (a word in Greek or Japanese) is checked in one loop,
+      // each sequence copied a byte at a time (a call to memcpy per sequence
+      // would cost more than the check).
+      do {
+        const std::size_t length =
+            utf8_sequence(reinterpret_cast<const unsigned char*>(src), static_cast<std::size_t>(end - src));
+        if (length == 0) return WriteStatus::invalid_utf8;
+        dst[0] = src[0];
+        dst[1] = src[1];
+        if (length > 2) dst[2] = src[2];
+        if (length > 3) dst[3] = src[3];
+        src += length;
+        dst += length;
+      } while (src != end && static_cast<unsigned char>(*src) >= 0x80U);
       continue;
     }
     // An escape writes more than it reads: make room for the rest as well.
@@ -418,6 +468,23 @@ WriteStatus JsonOut::quoted_slow(std::string_view text, char lead, char trail) {
   return WriteStatus::ok;
 }
 
+// The values inside a container: the usual scalars written here, without a
+// call and a visit each; containers and rare kinds go through value().
+inline WriteStatus JsonOut::element(const Value& value) {
+  const auto& v = value.v_;
+  if (const auto* s = std::get_if<std::string>(&v)) return quoted(*s, 0, 0);
+  if (const auto* i = std::get_if<std::int64_t>(&v)) {
+    integer(*i);
+    return WriteStatus::ok;
+  }
+  if (const auto* d = std::get_if<double>(&v)) return number(*d);
+  if (const auto* b = std::get_if<bool>(&v)) {
+    literal(*b ? std::string_view("true") : std::string_view("false"));
+    return WriteStatus::ok;
+  }
+  return this->value(value);
+}
+
 WriteStatus JsonOut::value(const Value& value) {
   return std::visit(
       [this](const auto& v) -> WriteStatus {
@@ -440,7 +507,7 @@ WriteStatus JsonOut::value(const Value& value) {
           for (const Value& item : v) {
             if (!first) put(',');
             first = false;
-            if (auto st = this->value(item); st != WriteStatus::ok) return st;
+            if (auto st = element(item); st != WriteStatus::ok) return st;
           }
           put(']');
         } else {
@@ -450,7 +517,7 @@ WriteStatus JsonOut::value(const Value& value) {
           for (const auto& [key, item] : v) {
             if (auto st = quoted(key, lead, ':'); st != WriteStatus::ok) return st;
             lead = ',';
-            if (auto st = this->value(item); st != WriteStatus::ok) return st;
+            if (auto st = element(item); st != WriteStatus::ok) return st;
           }
           put('}');
         }
