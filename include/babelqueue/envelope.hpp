@@ -58,18 +58,25 @@ struct DecodeOptions {
 /// The verdict of accepts(): true, or false with the reason.
 class Acceptance {
  public:
-  Acceptance() = default;                                     ///< accepted
-  explicit Acceptance(Rejection reason) : reason_(reason) {}  ///< not accepted, for this reason
+  Acceptance() = default;  ///< accepted
+  /// Not accepted, for this reason.
+  explicit Acceptance(Rejection reason) noexcept : code_(static_cast<int>(reason) + 1) {}
   /// Whether the envelope is accepted.
   ///@{
-  explicit operator bool() const noexcept { return !reason_; }
-  bool accepted() const noexcept { return !reason_; }
+  explicit operator bool() const noexcept { return code_ == 0; }
+  bool accepted() const noexcept { return code_ == 0; }
   ///@}
   /// The reason when not accepted.
-  std::optional<Rejection> reason() const noexcept { return reason_; }
+  std::optional<Rejection> reason() const noexcept {
+    return code_ == 0 ? std::nullopt : std::optional(static_cast<Rejection>(code_ - 1));
+  }
 
  private:
-  std::optional<Rejection> reason_;
+  // One integer (0: accepted, else the Rejection + 1) rather than an
+  // optional<Rejection>: it is returned in a register whole, where the
+  // optional was assembled on the stack a byte at a time and read back as a
+  // word, a stalled store forward on every accepts() call.
+  int code_ = 0;
 };
 
 class Envelope;
