@@ -77,9 +77,19 @@ TEST(DecodePaths, ValidBodiesReadTheSame) {
 }
 
 TEST(DecodePaths, InvalidBodiesFailTheSame) {
-  for (const char* data : {"01", "1.", "-", "1e", "1e+", ".5", "+1", "tru", "nulll", "truex", "[1,]", "[,1]", "{\"a\"}",
-                           "{\"a\":}", "{\"a\" 1}", "{\"a\":1,}", "[1 2]", "\"\\x\"", "\"\\u12\"", "\"\\ud800\"",
-                           "\"\\udc00\"", "\"\\ud800\\u0041\"", "{\"a\":1}}", "[[1]", "\"a\"\"b\""}) {
+  for (const char* data : {"01",          "1.",
+                           "-",           "1e",
+                           "1e+",         ".5",
+                           "+1",          "tru",
+                           "nulll",       "truex",
+                           "[1,]",        "[,1]",
+                           "{\"a\"}",     "{\"a\":}",
+                           "{\"a\" 1}",   "{\"a\":1,}",
+                           "[1 2]",       "\"\\x\"",
+                           "\"\\u12\"",   "\"\\ud800\"",
+                           "\"\\udc00\"", "\"\\ud800\\u0041\"",
+                           "{\"a\":1}}",  "[[1]",
+                           "\"a\"\"b\""}) {
     expect_same(frame(data));
   }
   expect_same(frame("{}") + " x");
@@ -98,8 +108,8 @@ TEST(DecodePaths, InvalidBodiesFailTheSame) {
 TEST(DecodePaths, DepthLimitsAgree) {
   bq::DecodeOptions options;
   options.max_depth = 4;
-  expect_same(frame(R"({"a":{"b":1}})"), options);     // depth 3
-  expect_same(frame(R"({"a":{"b":[1]}})"), options);   // depth 4
+  expect_same(frame(R"({"a":{"b":1}})"), options);      // depth 3
+  expect_same(frame(R"({"a":{"b":[1]}})"), options);    // depth 4
   expect_same(frame(R"({"a":{"b":[[1]]}})"), options);  // depth 5
   options.max_depth = 2;
   expect_same(frame("{}"), options);
