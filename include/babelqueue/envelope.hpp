@@ -58,18 +58,25 @@ struct DecodeOptions {
 /// The verdict of accepts(): true, or false with the reason.
 class Acceptance {
  public:
-  Acceptance() = default;                                     ///< accepted
-  explicit Acceptance(Rejection reason) : reason_(reason) {}  ///< not accepted, for this reason
+  Acceptance() = default;  ///< accepted
+  /// Not accepted, for this reason.
+  explicit Acceptance(Rejection reason) noexcept : code_(static_cast<int>(reason) + 1) {}
   /// Whether the envelope is accepted.
   ///@{
-  explicit operator bool() const noexcept { return !reason_; }
-  bool accepted() const noexcept { return !reason_; }
+  explicit operator bool() const noexcept { return code_ == 0; }
+  bool accepted() const noexcept { return code_ == 0; }
   ///@}
   /// The reason when not accepted.
-  std::optional<Rejection> reason() const noexcept { return reason_; }
+  std::optional<Rejection> reason() const noexcept {
+    return code_ == 0 ? std::nullopt : std::optional(static_cast<Rejection>(code_ - 1));
+  }
 
  private:
-  std::optional<Rejection> reason_;
+  // One integer (0: accepted, else the Rejection + 1) rather than an
+  // optional<Rejection>: it is returned in a register whole, where the
+  // optional was assembled on the stack a byte at a time and read back as a
+  // word, a stalled store forward on every accepts() call.
+  int code_ = 0;
 };
 
 class Envelope;
@@ -182,7 +189,7 @@ class Envelope {
  private:
   friend class EnvelopeBuilder;
   friend class EnvelopeDecoder;
-  friend class EnvelopeTapeDecoder;
+  friend class EnvelopeIndexDecoder;
   friend Acceptance accepts(const Envelope& envelope) noexcept;
   using Span = detail::Span;
   using Member = detail::Member;
@@ -234,8 +241,8 @@ class Envelope {
   std::string buffer_;  ///< the body, with spare capacity for the parser's padding
   std::size_t body_size_ = 0;
   std::string side_;  ///< unescaped copies of string fields that had escapes
-  std::array<std::optional<Member>, static_cast<std::size_t>(Top::count)> top_{};
-  std::array<std::optional<Member>, static_cast<std::size_t>(MetaKey::count)> meta_{};
+  std::array<detail::OptionalMember, static_cast<std::size_t>(Top::count)> top_;
+  std::array<detail::OptionalMember, static_cast<std::size_t>(MetaKey::count)> meta_;
   std::vector<Member> unknown_top_;   ///< in arrival order
   std::vector<Member> unknown_meta_;  ///< in arrival order
   std::vector<std::string> warnings_;
@@ -246,6 +253,7 @@ class Envelope {
   bool meta_is_object_ = false;
   bool data_is_object_ = false;
   std::optional<Rejection> rejection_;  ///< cached verdict of accepts()
+  bool judged_ = false;                 ///< rejection_ holds it (decoded or made)
 };
 
 /// Whether a consumer may hand this envelope to a handler: the URN (`job`, else

@@ -84,10 +84,14 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
   auto record = [&](std::size_t begin) {
     return detail::Member{{}, {static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(out.size() - begin)}};
   };
-  auto field = [&](std::string_view key_prefix, std::string_view text) -> Result<detail::Member> {
+  // A string field; invalid UTF-8 is remembered and reported before the
+  // next part is written (a Result per field, with its error alternative,
+  // cost more than writing the field).
+  bool invalid_utf8 = false;
+  auto field = [&](std::string_view key_prefix, std::string_view text) {
     out.literal(key_prefix);
     const std::size_t begin = out.size();
-    if (out.string(text) != detail::WriteStatus::ok) return unexpected(Errc::invalid_utf8, "string is not valid UTF-8");
+    invalid_utf8 |= out.string(text) != detail::WriteStatus::ok;
     return record(begin);
   };
   // A string field's text is its token without the quotes, unless writing it
@@ -102,10 +106,9 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
     env.side_.append(text);
   };
 
-  auto job_member = field("{\"job\":", job);
-  if (!job_member) return unexpected(job_member.error());
-  auto trace_member = field(",\"trace_id\":", trace_id);
-  if (!trace_member) return unexpected(trace_member.error());
+  const detail::Member job_member = field("{\"job\":", job);
+  const detail::Member trace_member = field(",\"trace_id\":", trace_id);
+  if (invalid_utf8) return unexpected(Errc::invalid_utf8, "string is not valid UTF-8");
   out.literal(",\"data\":");
   const std::size_t data_begin = out.size();
   if (data.is_null()) {
@@ -119,11 +122,15 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
   const detail::Member data_member = record(data_begin);
   out.literal(",\"meta\":");
   const std::size_t meta_begin = out.size();
-  auto id_member = field("{\"id\":", id);
-  if (!id_member) return unexpected(id_member.error());
-  auto queue_member = field(",\"queue\":", options.queue);
-  if (!queue_member) return unexpected(queue_member.error());
-  auto lang_member = field(",\"lang\":", kSourceLang);
+  const detail::Member id_member = field("{\"id\":", id);
+  const detail::Member queue_member = field(",\"queue\":", options.queue);
+  if (invalid_utf8) return unexpected(Errc::invalid_utf8, "string is not valid UTF-8");
+  // This SDK's own tag needs no escape: written as it is.
+  out.literal(",\"lang\":\"");
+  const std::size_t lang_begin = out.size() - 1;
+  out.literal(kSourceLang);
+  out.put('"');
+  const detail::Member lang_member = record(lang_begin);
   out.literal(",\"schema_version\":");
   const std::size_t version_begin = out.size();
   out.put('1');
@@ -148,25 +155,26 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
 
   using T = detail::TopKey;
   using M = detail::MetaKey;
-  env.top_[static_cast<std::size_t>(T::job)] = *job_member;
-  env.top_[static_cast<std::size_t>(T::trace_id)] = *trace_member;
+  env.top_[static_cast<std::size_t>(T::job)] = job_member;
+  env.top_[static_cast<std::size_t>(T::trace_id)] = trace_member;
   env.top_[static_cast<std::size_t>(T::data)] = data_member;
   env.top_[static_cast<std::size_t>(T::meta)] = meta_member;
   env.top_[static_cast<std::size_t>(T::attempts)] = attempts_member;
-  env.meta_[static_cast<std::size_t>(M::id)] = *id_member;
-  env.meta_[static_cast<std::size_t>(M::queue)] = *queue_member;
-  env.meta_[static_cast<std::size_t>(M::lang)] = *lang_member;
+  env.meta_[static_cast<std::size_t>(M::id)] = id_member;
+  env.meta_[static_cast<std::size_t>(M::queue)] = queue_member;
+  env.meta_[static_cast<std::size_t>(M::lang)] = lang_member;
   env.meta_[static_cast<std::size_t>(M::schema_version)] = version_member;
   env.meta_[static_cast<std::size_t>(M::created_at)] = created_member;
-  keep_text(env, env.job_, *job_member, job);
-  keep_text(env, env.trace_id_, *trace_member, trace_id);
-  keep_text(env, env.id_, *id_member, id);
-  keep_text(env, env.queue_, *queue_member, options.queue);
-  keep_text(env, env.lang_, *lang_member, kSourceLang);
+  keep_text(env, env.job_, job_member, job);
+  keep_text(env, env.trace_id_, trace_member, trace_id);
+  keep_text(env, env.id_, id_member, id);
+  keep_text(env, env.queue_, queue_member, options.queue);
+  keep_text(env, env.lang_, lang_member, kSourceLang);
   env.schema_version_ = {kSchemaVersion, true};
   env.created_at_ = {created_at, true};
   env.meta_is_object_ = true;
   env.data_is_object_ = true;
+  env.judged_ = true;  // accepted: every rule of accepts() holds by construction
   return made;
 }
 
@@ -225,6 +233,8 @@ std::optional<DeadLetter> Envelope::dead_letter() const {
 }
 
 Acceptance accepts(const Envelope& e) noexcept {
+  // Decode and make judge once; a consumer asks again for every message.
+  if (e.judged_) return e.rejection_ ? Acceptance(*e.rejection_) : Acceptance();
   if (is_blank(e.urn())) return Acceptance(Rejection::missing_urn);
   if (!e.meta_is_object_) return Acceptance(Rejection::missing_meta);
   if (!e.schema_version_.is_int || e.schema_version_.value != kSchemaVersion) {

@@ -8,14 +8,14 @@ namespace babelqueue {
 
 class EnvelopeBuilder {
  public:
-  // tape: whether the DOM fast path may decide (false: the On-Demand pass
-  // alone, for the differential fuzzer).
-  static Result<Envelope, DecodeError> decode(std::string_view body, const DecodeOptions& options, bool tape = true);
+  // fast: whether the fast path may decide (false: the On-Demand pass alone,
+  // for the differential fuzzer).
+  static Result<Envelope, DecodeError> decode(std::string_view body, const DecodeOptions& options, bool fast = true);
   static Result<Envelope> make(std::string_view urn, const Value& data, const MakeOptions& options);
 
  private:
   // One pass of the parser; decode() explains its invalid_json errors.
-  static Result<Envelope, DecodeError> decode_once(std::string_view body, const DecodeOptions& options, bool tape);
+  static Result<Envelope, DecodeError> decode_once(std::string_view body, const DecodeOptions& options, bool fast);
   // The On-Demand pass over env's body (copied and padded): the exact
   // verdict, with the typed reason of a failure.
   static Result<Envelope, DecodeError> decode_on_demand(Envelope env, const DecodeOptions& options);

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Envelope::decode. The body is first read by the DOM fast path
-// (envelope_decode_dom.cpp); when that declines, one strict pass of simdjson
-// On-Demand over the body decides and says why.
+// Envelope::decode. The body is first read by the fast path
+// (envelope_decode_indexes.cpp); when that declines, one strict pass of
+// simdjson On-Demand over the body decides and says why.
 //
 // The body is copied once into the envelope (with simdjson's padding); every
 // field is then a span of that copy. Values the SDK does not interpret (data,
 // unknown keys, dead_letter) are still walked to the end so that the whole body
 // is validated, not only the parts that are read.
 #include "envelope_builder.hpp"
-#include "envelope_decode_dom.hpp"
+#include "envelope_decode_indexes.hpp"
 #include "envelope_keys.hpp"
 #include "json_walk.hpp"
 #include "on_demand.hpp"
@@ -332,14 +332,14 @@ Envelope::Envelope() noexcept = default;
 // Both functions return the one Result they fill, so that it is built in the
 // caller's place: an Envelope is large and moving it costs a tenth of
 // decoding a small body.
-Result<Envelope, DecodeError> EnvelopeBuilder::decode(std::string_view body, const DecodeOptions& options, bool tape) {
-  Result<Envelope, DecodeError> out = decode_once(body, options, tape);
+Result<Envelope, DecodeError> EnvelopeBuilder::decode(std::string_view body, const DecodeOptions& options, bool fast) {
+  Result<Envelope, DecodeError> out = decode_once(body, options, fast);
   if (!out && out.error().reason == Rejection::invalid_json) {
     // simdjson reports a whole envelope followed by more bytes as a document
     // that "ended early": name the real fault. The envelope alone counts as
     // whole when it decodes, or fails for a reason other than its JSON.
     const auto at = detail::trailing_content_at(body, [&](std::string_view alone) {
-      auto prefix = decode_once(alone, options, tape);
+      auto prefix = decode_once(alone, options, fast);
       return prefix.has_value() || prefix.error().reason != Rejection::invalid_json;
     });
     if (at) {
@@ -353,8 +353,8 @@ Result<Envelope, DecodeError> EnvelopeBuilder::decode(std::string_view body, con
 }
 
 Result<Envelope, DecodeError> EnvelopeBuilder::decode_once(std::string_view body, const DecodeOptions& options,
-                                                           bool tape) {
-  Result<Envelope, DecodeError> out{Envelope()};
+                                                           bool fast) {
+  Result<Envelope, DecodeError> out(std::in_place);
   if (body.size() > options.max_bytes || body.size() >= std::numeric_limits<std::uint32_t>::max()) {
     out = unexpected(DecodeError{Rejection::too_large, "the body has " + std::to_string(body.size()) +
                                                            " bytes, over the limit of " +
@@ -367,8 +367,9 @@ Result<Envelope, DecodeError> EnvelopeBuilder::decode_once(std::string_view body
   env.buffer_.append(simdjson::SIMDJSON_PADDING, '\0');
   env.body_size_ = body.size();
 
-  if (tape && detail::decode_on_tape(env, options)) {
+  if (fast && detail::decode_on_indexes(env, options)) {
     env.rejection_ = accepts(env).reason();
+    env.judged_ = true;
     return out;
   }
   // The fast path declined: decode again from a clean layout, keeping the buffer.
@@ -388,6 +389,7 @@ Result<Envelope, DecodeError> EnvelopeBuilder::decode_on_demand(Envelope env, co
   EnvelopeDecoder decoder(env, options, doc);
   if (auto e = decoder.decode_root()) return unexpected(std::move(*e));
   env.rejection_ = accepts(env).reason();
+  env.judged_ = true;
   return env;
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Internal: what both envelope decoders (the tape walk of
-// envelope_decode_dom.cpp and the On-Demand pass of envelope_decode.cpp) know
+// Internal: what both envelope decoders (the walk over structural indexes of
+// envelope_decode_indexes.cpp and the On-Demand pass of envelope_decode.cpp) know
 // about the keys of the frame and of meta.
 #pragma once
 

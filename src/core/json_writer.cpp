@@ -16,10 +16,6 @@
 #include <type_traits>
 #include <variant>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 namespace babelqueue {
 namespace detail {
 namespace {
@@ -64,24 +60,13 @@ static_assert(word_attention(0x686766656463615cULL) != 0);  // a '\\'
 static_assert(word_attention(0x686766650a636261ULL) != 0);  // a '\n'
 static_assert(word_attention(0x68676665c3a96261ULL) != 0);  // non-ASCII
 
-constexpr std::size_t kBlock = 16;
-// A string token needs its bytes, two quotes, and room for the last block
-// store, which may write up to a block past the bytes it keeps.
-constexpr std::size_t kStringSlack = 2 + kBlock;
 // The longest escape (\u00xx) written for one input byte.
 constexpr std::size_t kLongestEscape = 6;
 
-// Bit i is set when byte i of the 16 needs attention: a control character,
-// '"' or '\\' to escape, or a non-ASCII byte whose UTF-8 must be checked.
+// attention_mask() of the 16 bytes at block.
 inline std::uint32_t attention_mask(const char* block) noexcept {
 #if defined(__SSE2__)
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
-  // A signed comparison: bytes >= 0x80 are negative, so one test finds both
-  // control characters and non-ASCII bytes.
-  const __m128i low_or_high = _mm_cmplt_epi8(bytes, _mm_set1_epi8(0x20));
-  const __m128i quote = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('"'));
-  const __m128i backslash = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\'));
-  return static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_or_si128(low_or_high, _mm_or_si128(quote, backslash))));
+  return detail::attention_mask(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block)));
 #else
   std::uint32_t mask = 0;
   for (std::size_t i = 0; i < kBlock; ++i) {
@@ -115,62 +100,136 @@ inline std::size_t utf8_sequence(const unsigned char* p, std::size_t left) noexc
   return 0;
 }
 
+// The number of decimal digits of x (x > 0).
+inline std::size_t decimal_digits(std::uint64_t x) noexcept {
+  static constexpr std::array<std::uint64_t, 20> kPowers = [] {
+    std::array<std::uint64_t, 20> t{};
+    std::uint64_t v = 1;
+    for (auto& p : t) {
+      p = v;
+      v *= 10;
+    }
+    return t;
+  }();
+  // log10(2^bits) from 1233 / 4096, then one comparison to settle it.
+  const auto guess = static_cast<std::size_t>((std::bit_width(x) * 1233) >> 12);
+  return guess + (x >= kPowers[guess] ? 1 : 0);
+}
+
 // Powers of ten a double holds exactly.
 constexpr std::array<double, 18> kPowersOfTen = {1e0, 1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
                                                  1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
 
+__extension__ using Uint128 = unsigned __int128;  // GCC and Clang; __extension__ for -Wpedantic
+
+// Whether the decimal n / 10^k reads back as x, in integers: whether x is
+// the double nearest to it (ties to an even significand), as the division
+// n / 10^k would say when rounded, without a division on the path of every
+// double. x = m * 2^e with m of 53 bits, 1e-4 <= x < 2^50 (so -66 <= e <=
+// -3), n < 2^50, k <= 17: scaled by 4 * 10^k * 2^-e, x is B = 4 * m * 10^k
+// and the decimal is A = 4 * n * 2^-e, both below 2^120, and the doubles
+// next to x are 4 * 10^k away (2 * 10^k below a power of two, whose
+// neighbour below is closer).
+bool reads_back(std::uint64_t n, std::size_t k, double x) noexcept {
+  static constexpr std::array<std::uint64_t, 18> kPowers = [] {
+    std::array<std::uint64_t, 18> t{};
+    std::uint64_t v = 1;
+    for (auto& p : t) {
+      p = v;
+      v *= 10;
+    }
+    return t;
+  }();
+  const auto bits = std::bit_cast<std::uint64_t>(x);
+  const std::uint64_t m = (bits & ((std::uint64_t{1} << 52U) - 1)) | (std::uint64_t{1} << 52U);
+  const int e = static_cast<int>((bits >> 52U) & 0x7FFU) - 1075;
+  const Uint128 a = Uint128{n} << static_cast<unsigned>(2 - e);
+  const Uint128 b = Uint128{m} * kPowers[k] * 4U;
+  const Uint128 above = Uint128{kPowers[k]} * 2U;  // half the gap to the next double
+  const Uint128 below = m == (std::uint64_t{1} << 52U) ? Uint128{kPowers[k]} : above;
+  const bool even = (m & 1U) == 0;
+  if (a >= b) {
+    const Uint128 d = a - b;
+    return d < above || (d == above && even);
+  }
+  const Uint128 d = b - a;
+  return d < below || (d == below && even);
+}
+
 // The shortest digits of most doubles in payloads (prices, weights, ratios:
-// a short decimal) without the general algorithm: the first k for which
-// round(|x| * 10^k) / 10^k gives back x names the decimal with the fewest
-// fraction digits that reads back as x. While |x| * 10^k < 2^50 the
-// neighbours of x are closer together than 10^-k, so at most one such decimal
-// exists and the rounding of the multiplication cannot hide it; beyond that,
-// false, and the caller takes the general path. Writes fixed notation, as
-// SPEC §3 lays out every double in [1e-4, 1e16).
+// a short decimal) without the general algorithm. x is scaled once, by the
+// largest 10^K (K <= 17) that keeps |x| * 10^K below 2^50: there the
+// neighbours of x are closer together than 10^-K, so at most one decimal
+// with K fraction digits reads back as x, and the rounding of the
+// multiplication (within 3/16 of the exact product) cannot hide it from
+// round(). When N = round(|x| * 10^K) reads back (reads_back(): |x| is the
+// double nearest N / 10^K), N with its trailing zeros cut names the
+// decimal with the fewest fraction digits that reads back as x: any shorter
+// one, padded to K digits, would be a second such decimal. Those are the
+// shortest round-trip digits, the ones std::to_chars (and Python's repr)
+// choose. Otherwise false, and the caller takes the general path. Writes
+// fixed notation, as SPEC §3 lays out every double in [1e-4, 1e16).
 bool write_short_decimal(char*& out, double value) noexcept {
   const double magnitude = std::fabs(value);
   if (!(magnitude >= 1e-4)) return false;  // also NaN
   constexpr double kExactLimit = 0x1p50;
-  for (std::size_t k = 0; k < kPowersOfTen.size(); ++k) {
-    const double scaled = magnitude * kPowersOfTen[k];
-    if (scaled >= kExactLimit) return false;
-    // Adding a half is exact below 2^50 (the spacing of doubles there is at
-    // most 1/8), so this is round-half-up without a call into libm.
-    const auto rounded = static_cast<std::uint64_t>(scaled + 0.5);
-    // A decimal that reads back as x lies within 3/16 of scaled (the
-    // neighbours' distance and the multiplication's rounding), so a farther
-    // integer is rejected without the division.
-    const double off = scaled - static_cast<double>(rounded);
-    if (off > 0.1875 || off < -0.1875) continue;
-    if (static_cast<double>(rounded) / kPowersOfTen[k] != magnitude) continue;
-    char digits[20];
-    const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, rounded);
-    const auto n = static_cast<std::size_t>(end - digits);
-    char* p = out;
-    if (value < 0) *p++ = '-';
-    if (k == 0) {
-      std::memcpy(p, digits, n);
-      p += n;
-      *p++ = '.';
-      *p++ = '0';
-    } else if (n > k) {
-      std::memcpy(p, digits, n - k);
-      p += n - k;
-      *p++ = '.';
-      std::memcpy(p, digits + n - k, k);
-      p += k;
-    } else {
-      *p++ = '0';
-      *p++ = '.';
-      std::memset(p, '0', k - n);
-      p += k - n;
-      std::memcpy(p, digits, n);
-      p += n;
-    }
-    out = p;
-    return true;
+  // |x| < 2^(e + 1), so K = floor((49 - e) * log10(2)) keeps the product
+  // below 2^50; 78913 / 2^18 is log10(2) rounded down.
+  const int e = static_cast<int>((std::bit_cast<std::uint64_t>(magnitude) >> 52U) & 0x7FFU) - 1023;
+  if (e >= 50) return false;
+  std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(((49 - e) * 78913) >> 18), 17);
+  // The estimate can be one short of the largest K that fits.
+  if (k < 17 && magnitude * kPowersOfTen[k + 1] < kExactLimit) ++k;
+  const double scaled = magnitude * kPowersOfTen[k];
+  if (scaled >= kExactLimit) return false;
+  // Adding a half is exact below 2^50 (the spacing of doubles there is at
+  // most 1/8), so this is round-half-up without a call into libm.
+  auto rounded = static_cast<std::uint64_t>(scaled + 0.5);
+  if (!reads_back(rounded, k, magnitude)) return false;
+  // Cut the trailing zeros, at most k of them: fewer than 16 (rounded is
+  // below 2^50 < 10^16 and not 0), so steps of 8, 4, 2 and 1 find them.
+  if (k >= 8 && rounded % 100000000U == 0) {
+    rounded /= 100000000U;
+    k -= 8;
   }
-  return false;
+  if (k >= 4 && rounded % 10000U == 0) {
+    rounded /= 10000U;
+    k -= 4;
+  }
+  if (k >= 2 && rounded % 100U == 0) {
+    rounded /= 100U;
+    k -= 2;
+  }
+  if (k >= 1 && rounded % 10U == 0) {
+    rounded /= 10U;
+    k -= 1;
+  }
+  // The digits are written in place by to_chars: copying them from a buffer
+  // on the stack in wide moves would stall on the narrow stores to_chars
+  // made (no store-to-load forwarding), and byte moves are kept to the
+  // integer part, usually one to four digits.
+  char* p = out;
+  if (value < 0) *p++ = '-';
+  if (k == 0) {
+    p = std::to_chars(p, p + 20, rounded).ptr;
+    *p++ = '.';
+    *p++ = '0';
+  } else if (const std::size_t n = decimal_digits(rounded); n > k) {
+    // Written one byte to the right, then the integer part moved back over
+    // the gap and the point put after it.
+    std::to_chars(p + 1, p + 21, rounded);
+    for (std::size_t i = 0; i < n - k; ++i) p[i] = p[i + 1];
+    p[n - k] = '.';
+    p += n + 1;
+  } else {
+    *p++ = '0';
+    *p++ = '.';
+    std::memset(p, '0', 16);  // k - n <= 16 zeros
+    p += k - n;
+    p = std::to_chars(p, p + 20, rounded).ptr;
+  }
+  out = p;
+  return true;
 }
 
 // Shortest round-trip digits from std::to_chars, laid out as Python's repr():
@@ -268,12 +327,18 @@ void JsonOut::integer(std::uint64_t value) {
 WriteStatus JsonOut::number(double value) {
   if (!std::isfinite(value)) return WriteStatus::not_finite;
   char* p = room(kLongestDouble);
+  if (value == 0) {
+    // What the general path writes for ±0, without its digit search.
+    std::memcpy(p, std::signbit(value) ? "-0.0" : "0.0\0", 4);
+    cur_ = p + (std::signbit(value) ? 4 : 3);
+    return WriteStatus::ok;
+  }
   if (!write_short_decimal(p, value)) write_general_double(p, value);
   cur_ = p;
   return WriteStatus::ok;
 }
 
-WriteStatus JsonOut::quoted(std::string_view text, char lead, char trail) {
+WriteStatus JsonOut::quoted_slow(std::string_view text, char lead, char trail) {
   static constexpr char kHex[] = "0123456789abcdef";
   const char* src = text.data();
   const char* const end = src + text.size();
@@ -285,7 +350,22 @@ WriteStatus JsonOut::quoted(std::string_view text, char lead, char trail) {
     // attention.
     const auto left = static_cast<std::size_t>(end - src);
     std::size_t plain = 0;
-    if (left >= kBlock) {
+#if defined(__SSE2__)
+    if (left < kBlock && within_page(src)) {
+      // The rest of the string (a short one, or the tail of a long one) as
+      // one block: the bytes past its end are masked off, and the store's
+      // extra bytes land in the slack room() keeps after the string.
+      const __m128i block = load_block_in_page(src);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), block);
+      const std::uint32_t mask = attention_mask(block) & ((1U << left) - 1U);
+      if (mask == 0) {
+        dst += left;
+        break;
+      }
+      plain = static_cast<std::size_t>(std::countr_zero(mask));
+    } else
+#endif
+        if (left >= kBlock) {
       std::memcpy(dst, src, kBlock);
       const std::uint32_t mask = attention_mask(src);
       if (mask == 0) {
@@ -349,13 +429,21 @@ WriteStatus JsonOut::quoted(std::string_view text, char lead, char trail) {
     dst += plain;
     const auto c = static_cast<unsigned char>(*src);
     if (c >= 0x80U) {
-      // Non-ASCII: kept byte for byte once its sequence is well-formed.
-      const std::size_t length =
-          utf8_sequence(reinterpret_cast<const unsigned char*>(src), static_cast<std::size_t>(end - src));
-      if (length == 0) return WriteStatus::invalid_utf8;
-      std::memcpy(dst, src, length);
-      src += length;
-      dst += length;
+      // Non-ASCII: kept byte for byte once its sequence is well-formed. A
+      // run of them (a word in Greek or Japanese) is checked in one loop,
+      // each sequence copied a byte at a time (a call to memcpy per sequence
+      // would cost more than the check).
+      do {
+        const std::size_t length =
+            utf8_sequence(reinterpret_cast<const unsigned char*>(src), static_cast<std::size_t>(end - src));
+        if (length == 0) return WriteStatus::invalid_utf8;
+        dst[0] = src[0];
+        dst[1] = src[1];
+        if (length > 2) dst[2] = src[2];
+        if (length > 3) dst[3] = src[3];
+        src += length;
+        dst += length;
+      } while (src != end && static_cast<unsigned char>(*src) >= 0x80U);
       continue;
     }
     // An escape writes more than it reads: make room for the rest as well.
@@ -380,6 +468,23 @@ WriteStatus JsonOut::quoted(std::string_view text, char lead, char trail) {
   return WriteStatus::ok;
 }
 
+// The values inside a container: the usual scalars written here, without a
+// call and a visit each; containers and rare kinds go through value().
+inline WriteStatus JsonOut::element(const Value& value) {
+  const auto& v = value.v_;
+  if (const auto* s = std::get_if<std::string>(&v)) return quoted(*s, 0, 0);
+  if (const auto* i = std::get_if<std::int64_t>(&v)) {
+    integer(*i);
+    return WriteStatus::ok;
+  }
+  if (const auto* d = std::get_if<double>(&v)) return number(*d);
+  if (const auto* b = std::get_if<bool>(&v)) {
+    literal(*b ? std::string_view("true") : std::string_view("false"));
+    return WriteStatus::ok;
+  }
+  return this->value(value);
+}
+
 WriteStatus JsonOut::value(const Value& value) {
   return std::visit(
       [this](const auto& v) -> WriteStatus {
@@ -402,7 +507,7 @@ WriteStatus JsonOut::value(const Value& value) {
           for (const Value& item : v) {
             if (!first) put(',');
             first = false;
-            if (auto st = this->value(item); st != WriteStatus::ok) return st;
+            if (auto st = element(item); st != WriteStatus::ok) return st;
           }
           put(']');
         } else {
@@ -412,7 +517,7 @@ WriteStatus JsonOut::value(const Value& value) {
           for (const auto& [key, item] : v) {
             if (auto st = quoted(key, lead, ':'); st != WriteStatus::ok) return st;
             lead = ',';
-            if (auto st = this->value(item); st != WriteStatus::ok) return st;
+            if (auto st = element(item); st != WriteStatus::ok) return st;
           }
           put('}');
         }

@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fast path of Envelope::decode. Stage 1 of simdjson's DOM parser, with
+// the kernel simdjson picks for the CPU at run time, validates the UTF-8 of
+// the whole body, finds every unescaped control character in a string and
+// leaves the position of each token behind (brackets, ':', ',', and the first
+// byte of every string, number and literal: simdjson's structural indexes).
+// One walk over those positions does the rest of a strict parse: the grammar,
+// the nesting depth, each number's text, each literal, each escape sequence
+// (through the kernel's own string parser), and it reads the frame and meta
+// as it passes them. It stands in for simdjson's stage 2, which would write a
+// tape of the whole body (every number converted, every string copied) that
+// the envelope never reads: data and unknown values stay spans of the body.
+//
+// The walk handles the bodies a consumer sees: a valid object within the
+// limits, without duplicate frame or meta keys and without escapes in their
+// keys. Anything else returns false and the On-Demand pass of
+// envelope_decode.cpp decides, with its typed reason and message: the two
+// agree on every body the walk accepts (docs/adr/0043).
+#include "envelope_decode_indexes.hpp"
+
+#include "envelope_keys.hpp"
+#include "json_walk.hpp"
+#include "parser_pool.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace babelqueue {
+
+using detail::Member;
+using detail::Span;
+
+namespace {
+
+// Containers nested deeper than this (below the frame) are left to the
+// On-Demand pass, which has no limit of its own but the caller's max_depth.
+constexpr std::size_t kMaxLevels = 1024;
+
+// Whether text[0..n) holds a '\\'. Reads whole blocks, up to 15 bytes past
+// the text: every text here lies in an envelope's body, which is followed by
+// simdjson's padding.
+bool has_backslash(const char* text, std::size_t n) noexcept {
+#if defined(__SSE2__)
+  const __m128i backslash = _mm_set1_epi8('\\');
+  for (std::size_t i = 0; i < n; i += 16) {
+    const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text + i));
+    auto mask = static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(block, backslash)));
+    if (n - i < 16) mask &= (1U << (n - i)) - 1U;
+    if (mask != 0) return true;
+  }
+  return false;
+#else
+  return std::memchr(text, '\\', n) != nullptr;
+#endif
+}
+
+bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+
+const char* skip_digits(const char* p, const char* end) noexcept {
+  while (p != end && is_digit(*p)) ++p;
+  return p;
+}
+
+// The JSON number grammar, -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?,
+// as detail::is_json_number checks it, inline for the walk.
+bool is_number(const char* p, const char* end) noexcept {
+  if (p != end && *p == '-') ++p;
+  if (p == end || !is_digit(*p)) return false;
+  p = *p == '0' ? p + 1 : skip_digits(p, end);
+  if (p != end && *p == '.') {
+    ++p;
+    if (p == end || !is_digit(*p)) return false;
+    p = skip_digits(p, end);
+  }
+  if (p != end && (*p == 'e' || *p == 'E')) {
+    ++p;
+    if (p != end && (*p == '+' || *p == '-')) ++p;
+    if (p == end || !is_digit(*p)) return false;
+    p = skip_digits(p, end);
+  }
+  return p == end;
+}
+
+bool is_literal(const char* begin, const char* end, std::string_view literal) noexcept {
+  return static_cast<std::size_t>(end - begin) == literal.size() &&
+         std::memcmp(begin, literal.data(), literal.size()) == 0;
+}
+
+// A buffer per thread that the kernel's string parser unescapes into: it
+// needs the string's size plus simdjson's padding. Grown to the largest body
+// seen, so that decoding allocates nothing for it afterwards.
+std::string& unescape_buffer(std::size_t body_size) {
+  thread_local std::string buffer;
+  const std::size_t need = body_size + simdjson::SIMDJSON_PADDING;
+  if (buffer.size() < need) buffer.resize(need);
+  return buffer;
+}
+
+}  // namespace
+
+class EnvelopeIndexDecoder {
+ public:
+  EnvelopeIndexDecoder(Envelope& env, const DecodeOptions& options,
+                       const simdjson::internal::dom_parser_implementation& kernel, std::string& unescaped)
+      : env_(env),
+        options_(options),
+        base_(env.buffer_.data()),
+        body_end_(static_cast<std::uint32_t>(env.body_size_)),
+        at_(kernel.structural_indexes.get()),
+        kernel_(kernel),
+        unescaped_(reinterpret_cast<std::uint8_t*>(unescaped.data())) {}
+
+  // Reads the root object; false when the On-Demand pass must decide.
+  bool root() {
+    if (options_.max_depth < 1 || byte() != '{') return false;
+    ++at_;
+    detail::KeySet keys;
+    detail::KeyLookup lookup(detail::kTopKeyNames, detail::kTopKeyNext);
+    if (!members(
+            [&](std::string_view key, Span key_token) { return top_field(key, lookup.find(key), key_token, keys); })) {
+      return false;
+    }
+    // Stage 1 ends the positions with the body's length: anything before it
+    // is content after the envelope object.
+    return *at_ == body_end_;
+  }
+
+  // The warnings the walk found, told to on_warning once the walk succeeded.
+  void tell_warnings() const {
+    if (!options_.on_warning) return;
+    for (const auto& pointer : env_.warnings_) options_.on_warning(pointer);
+  }
+
+ private:
+  const char* here() const noexcept { return base_ + *at_; }
+  char byte() const noexcept { return *here(); }
+  // The end of the current token: the next one's start, white space trimmed.
+  const char* token_end() const noexcept {
+    const char* end = base_ + at_[1];
+    while (detail::is_json_space(end[-1])) --end;
+    return end;
+  }
+  Span span(const char* begin, const char* end) const noexcept {
+    return Span{static_cast<std::uint32_t>(begin - base_), static_cast<std::uint32_t>(end - begin)};
+  }
+
+  // The members of the object whose '{' the cursor just passed, each handed
+  // to field(key, key token) with the cursor at its value; the cursor ends
+  // past the '}'. The keys are read raw (see raw_key()).
+  template <class Field>
+  bool members(Field field) {
+    if (byte() == '}') {
+      ++at_;
+      return true;
+    }
+    for (;;) {
+      if (byte() != '"') return false;
+      const char* begin = here();
+      const char* end = token_end();
+      if (end - begin < 2 || end[-1] != '"' || base_[at_[1]] != ':') return false;
+      const std::string_view key(begin + 1, static_cast<std::size_t>(end - begin - 2));
+      at_ += 2;
+      if (!field(key, span(begin, end))) return false;
+      const char c = byte();
+      ++at_;
+      if (c == '}') return true;
+      if (c != ',') return false;
+    }
+  }
+
+  // The string token [begin, end) (quotes included) is well formed; escaped_
+  // says whether it held escapes (then checked by unescaping them).
+  bool string(const char* begin, const char* end) {
+    if (end - begin < 2 || end[-1] != '"') return false;
+    escaped_ = has_backslash(begin + 1, static_cast<std::size_t>(end - begin - 2));
+    if (!escaped_) return true;
+    return kernel_.parse_string(reinterpret_cast<const std::uint8_t*>(begin + 1), unescaped_) != nullptr;
+  }
+
+  // Checks the scalar at the cursor and moves past it; end: where it ends.
+  bool scalar(const char*& end) {
+    const char* begin = here();
+    end = token_end();
+    ++at_;
+    switch (*begin) {
+      case '"': return string(begin, end);
+      case 't': return is_literal(begin, end, "true");
+      case 'f': return is_literal(begin, end, "false");
+      case 'n': return is_literal(begin, end, "null");
+      default: return is_number(begin, end);
+    }
+  }
+
+  // Checks the array or object at the cursor, whose first level is at depth,
+  // and moves past it.
+  bool container(std::size_t depth) {
+    char closing[kMaxLevels + 1];  // the bracket that closes each open level
+    std::size_t level = 0;
+    for (;;) {
+      // At a value.
+      const char c = byte();
+      if (c == '{' || c == '[') {
+        ++level;
+        if (level > kMaxLevels || depth - 1 + level > options_.max_depth) return false;
+        closing[level] = c == '{' ? '}' : ']';
+        ++at_;
+        if (byte() != closing[level]) {
+          if (c == '{' && !key()) return false;
+          continue;
+        }
+      } else {
+        const char* ignored = nullptr;
+        if (!scalar(ignored)) return false;
+      }
+      // After a value (or at an empty container's closing bracket): close
+      // the levels that end here, then step to the next value.
+      for (;;) {
+        const char next = byte();
+        if (next == closing[level]) {
+          ++at_;
+          if (--level == 0) return true;
+          continue;
+        }
+        if (next != ',') return false;
+        ++at_;
+        if (closing[level] == '}' && !key()) return false;
+        break;
+      }
+    }
+  }
+
+  // A key of an object inside a value and its ':'.
+  bool key() {
+    if (byte() != '"') return false;
+    const char* end = nullptr;
+    if (!scalar(end) || byte() != ':') return false;
+    ++at_;
+    return true;
+  }
+
+  // Checks the value at the cursor and moves past it; its bytes, or nothing
+  // when it is not valid. depth: the nesting level of a container there.
+  // Spans are returned by value (in registers): one written through a
+  // reference, field by field, and then read whole stalls the store buffer.
+  std::optional<Span> value(std::size_t depth) {
+    const char* begin = here();
+    const char* end = nullptr;
+    if (*begin == '{' || *begin == '[') {
+      if (!container(depth)) return std::nullopt;
+      end = base_ + at_[-1] + 1;
+    } else {
+      escaped_ = false;
+      if (!scalar(end)) return std::nullopt;
+    }
+    return span(begin, end);
+  }
+
+  // A string field's text: in place, or unescaped into side_ when the token
+  // holds escapes.
+  void read_text(Span token, detail::Text& text) {
+    text.is_string = true;
+    if (!escaped_) {
+      text.span = Span{token.offset + 1, token.size - 2};
+      return;
+    }
+    const auto* end = kernel_.parse_string(reinterpret_cast<const std::uint8_t*>(base_ + token.offset + 1), unescaped_);
+    const auto size = static_cast<std::size_t>(end - unescaped_);
+    text.in_side = true;
+    text.span = Span{static_cast<std::uint32_t>(env_.side_.size()), static_cast<std::uint32_t>(size)};
+    env_.side_.append(reinterpret_cast<const char*>(unescaped_), size);
+  }
+
+  // The int64 the token holds when it is an integer that fits, as
+  // parse_int64 (what the On-Demand pass reads) says; the usual short ones
+  // without a call.
+  std::optional<std::int64_t> integer(Span token) const noexcept {
+    const char* p = base_ + token.offset;
+    const bool negative = token.size > 0 && *p == '-';
+    const std::size_t digits = token.size - (negative ? 1 : 0);
+    if (digits == 0 || digits > 18) return detail::parse_int64(std::string_view(p, token.size));
+    p += negative ? 1 : 0;
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < digits; ++i) {
+      const auto digit = static_cast<unsigned>(p[i] - '0');
+      if (digit > 9) return std::nullopt;  // a fraction, an exponent, not a number
+      n = n * 10 + static_cast<std::int64_t>(digit);
+    }
+    return negative ? -n : n;
+  }
+
+  // A raw key that is not a known one must hold no escape: the On-Demand
+  // pass compares unescaped keys, so such a key is left to it. (A known key
+  // matched raw holds none.)
+  static bool raw_key(std::string_view key, int known) noexcept {
+    return known >= 0 || !has_backslash(key.data(), key.size());
+  }
+
+  bool top_field(std::string_view key, int known, Span key_token, detail::KeySet& keys) {
+    if (!raw_key(key, known) || !keys.insert(key, known)) return false;
+    const char type = byte();
+    const std::optional<Span> bytes =
+        known == static_cast<int>(detail::TopKey::meta) && type == '{' ? meta() : value(2);
+    if (!bytes) return false;
+    const Member m{key_token, *bytes};
+    if (detail::is_forbidden_top(key)) {
+      env_.warnings_.push_back(detail::json_pointer("/", key));
+      return true;
+    }
+    const auto which = env_.keep_top(known, m);
+    if (!which) return true;
+    switch (*which) {
+      case detail::TopKey::job:
+      case detail::TopKey::urn:
+      case detail::TopKey::trace_id:
+        if (type == '"') read_text(m.value, env_.text_of(*which));
+        break;
+      case detail::TopKey::data: env_.data_is_object_ = type == '{'; break;
+      case detail::TopKey::attempts: {
+        const std::optional<std::int64_t> n = integer(m.value);
+        env_.attempts_valid_ = n.has_value() && *n >= 0;
+        env_.attempts_ = env_.attempts_valid_ ? *n : 0;
+        break;
+      }
+      default: break;
+    }
+    return true;
+  }
+
+  // The meta object at the cursor, member by member; its bytes.
+  std::optional<Span> meta() {
+    if (2 > options_.max_depth) return std::nullopt;
+    const char* begin = here();
+    ++at_;  // the '{'
+    detail::KeySet keys;
+    detail::KeyLookup lookup(detail::kMetaKeyNames, detail::kMetaKeyNext);
+    if (!members(
+            [&](std::string_view key, Span key_token) { return meta_field(key, lookup.find(key), key_token, keys); })) {
+      return std::nullopt;
+    }
+    env_.meta_is_object_ = true;
+    return span(begin, base_ + at_[-1] + 1);
+  }
+
+  bool meta_field(std::string_view key, int known, Span key_token, detail::KeySet& keys) {
+    if (!raw_key(key, known) || !keys.insert(key, known)) return false;
+    const char type = byte();
+    const std::optional<Span> bytes = value(3);
+    if (!bytes) return false;
+    const Member m{key_token, *bytes};
+    if (detail::is_forbidden_meta(key)) {
+      env_.warnings_.push_back(detail::json_pointer("/meta/", key));
+      return true;
+    }
+    const auto which = env_.keep_meta(known, m);
+    if (!which) return true;
+    switch (*which) {
+      case detail::MetaKey::id:
+      case detail::MetaKey::queue:
+      case detail::MetaKey::lang:
+        if (type == '"') read_text(m.value, env_.text_of(*which));
+        break;
+      case detail::MetaKey::schema_version:
+      case detail::MetaKey::created_at:
+        if (auto n = integer(m.value)) env_.integer_of(*which) = detail::Integer{*n, true};
+        break;
+      default: break;
+    }
+    return true;
+  }
+
+  Envelope& env_;
+  const DecodeOptions& options_;
+  const char* base_;
+  std::uint32_t body_end_;
+  const std::uint32_t* at_;  // the current token's position
+  const simdjson::internal::dom_parser_implementation& kernel_;
+  std::uint8_t* unescaped_;
+  bool escaped_ = false;  // the last string checked held escapes
+};
+
+namespace detail {
+
+bool decode_on_indexes(Envelope& env, const DecodeOptions& options) {
+  simdjson::dom::parser& parser = thread_dom_parser();
+  const std::size_t size = env.body().size();
+  if (size == 0) return false;
+  if (parser.capacity() < size) {
+    // What parse() would do first; the document (the tape stage 2 writes)
+    // is left as it is: stage 2 never runs here.
+    if (parser.allocate(std::max<std::size_t>(size, 64), parser.max_depth()) != simdjson::SUCCESS) return false;
+  }
+  auto& kernel = *parser.implementation;
+  if (kernel.stage1(reinterpret_cast<const std::uint8_t*>(env.body().data()), size, simdjson::stage1_mode::regular) !=
+      simdjson::SUCCESS) {
+    return false;
+  }
+  EnvelopeIndexDecoder decoder(env, options, kernel, unescape_buffer(size));
+  if (!decoder.root()) return false;
+  decoder.tell_warnings();
+  return true;
+}
+
+}  // namespace detail
+
+}  // namespace babelqueue
