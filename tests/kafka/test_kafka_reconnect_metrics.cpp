@@ -8,6 +8,7 @@
 // run_fault.sh), so the clients never go around it. CTest runs it alone
 // (RUN_SERIAL), as the fault runs that use the same port.
 #include "broker_env.hpp"
+#include "reconnect_metrics.hpp"
 
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/kafka/transport.hpp>
@@ -38,20 +39,6 @@ namespace bq = babelqueue;
 using namespace std::chrono_literals;
 
 namespace {
-
-// The value of family{label=value}, -1 when the registry has no such series.
-double counter_value(prometheus::Registry& registry, const std::string& family, const std::string& label,
-                     const std::string& value) {
-  for (const auto& f : registry.Collect()) {
-    if (f.name != family) continue;
-    for (const auto& metric : f.metric) {
-      for (const auto& l : metric.label) {
-        if (l.name == label && l.value == value) return metric.counter.value;
-      }
-    }
-  }
-  return -1;
-}
 
 // The fault proxy as a child process: forwards listen → target, quiet for
 // the first seconds, then cuts every connection for a while, then forwards
@@ -92,22 +79,6 @@ bool accepts_connections(const std::string& port) {
   const bool connected = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
   ::close(fd);
   return connected;
-}
-
-// Publishes, retrying while the connections are cut.
-void publish_with_retry(bq::Transport& transport, const std::string& queue, int n) {
-  bq::MakeOptions make;
-  make.queue = queue;
-  auto envelope = bq::Envelope::make("urn:test:reconnect", bq::Value::object({{"n", n}}), make);
-  ASSERT_TRUE(envelope);
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  for (;;) {
-    auto sent = transport.publish(queue, envelope->body());
-    if (sent) return;
-    ASSERT_TRUE(sent.error().retriable()) << sent.error().message();
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << sent.error().message();
-    std::this_thread::sleep_for(200ms);
-  }
 }
 
 template <class Done>
@@ -153,21 +124,22 @@ TEST(KafkaReconnectMetrics, ConnectionsCutAndMadeAgainAreCountedPerTransport) {
   worker.handle("urn:test:reconnect", [&](const bq::Message&) { ++handled; });
   std::thread runner([&] { EXPECT_TRUE(worker.run({queue})); });
 
-  publish_with_retry(*producer, queue, 1);
+  bq::testing::publish_with_retry(*producer, queue, 1, 60s, 200ms);
   EXPECT_TRUE(wait_until([&] { return handled.load() >= 1; }, 60s));
   EXPECT_EQ(consumer->connection_stats().transport, "kafka");
 
   // The cut comes five seconds after the proxy started and lasts two.
   EXPECT_TRUE(wait_until([&] { return consumer->connection_stats().reconnects >= 1; }, 40s))
       << "no reconnect counted after the connections were cut";
-  publish_with_retry(*producer, queue, 2);
+  bq::testing::publish_with_retry(*producer, queue, 2, 60s, 200ms);
   EXPECT_TRUE(wait_until([&] { return handled.load() >= 2; }, 60s)) << "the worker did not resume";
   worker.stop();
   runner.join();
 
   const auto reconnects = consumer->connection_stats().reconnects;
   EXPECT_GE(reconnects, 1U);
-  const double counted = counter_value(*metrics->registry(), "babelqueue_reconnects_total", "transport", "kafka");
+  const double counted =
+      bq::testing::counter_value(*metrics->registry(), "babelqueue_reconnects_total", "transport", "kafka");
   EXPECT_GE(counted, 1.0);
   EXPECT_LE(counted, static_cast<double>(reconnects)) << "the metric counts what the transport reported";
   consumer->close();

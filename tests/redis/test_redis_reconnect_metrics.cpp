@@ -5,6 +5,7 @@
 // scrape of the registry counts the transport's reconnect under
 // transport="redis". Restarts the shared server, so CTest runs it alone
 // (RUN_SERIAL).
+#include "reconnect_metrics.hpp"
 #include "redis_test_support.hpp"
 
 #include <babelqueue/envelope.hpp>
@@ -24,36 +25,6 @@ namespace bq = babelqueue;
 using namespace std::chrono_literals;
 
 namespace {
-
-// The value of family{label=value}, -1 when the registry has no such series.
-double counter_value(prometheus::Registry& registry, const std::string& family, const std::string& label,
-                     const std::string& value) {
-  for (const auto& f : registry.Collect()) {
-    if (f.name != family) continue;
-    for (const auto& metric : f.metric) {
-      for (const auto& l : metric.label) {
-        if (l.name == label && l.value == value) return metric.counter.value;
-      }
-    }
-  }
-  return -1;
-}
-
-// Publishes, retrying while the server is away.
-void publish_with_retry(bq::Transport& transport, const std::string& queue, int n) {
-  bq::MakeOptions make;
-  make.queue = queue;
-  auto envelope = bq::Envelope::make("urn:test:reconnect", bq::Value::object({{"n", n}}), make);
-  ASSERT_TRUE(envelope);
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  for (;;) {
-    auto sent = transport.publish(queue, envelope->body());
-    if (sent) return;
-    ASSERT_TRUE(sent.error().retriable()) << sent.error().message();
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << sent.error().message();
-    std::this_thread::sleep_for(100ms);
-  }
-}
 
 void wait_for(const std::atomic<int>& handled, int n) {
   const auto deadline = std::chrono::steady_clock::now() + 60s;
@@ -79,10 +50,10 @@ TEST(RedisReconnectMetrics, AServerTakenAwayAndBackIsCountedPerTransport) {
   worker.handle("urn:test:reconnect", [&](const bq::Message&) { ++handled; });
   std::thread runner([&] { EXPECT_TRUE(worker.run({queue})); });
 
-  publish_with_retry(*producer, queue, 1);
+  bq::testing::publish_with_retry(*producer, queue, 1, 30s, 100ms);
   wait_for(handled, 1);
   EXPECT_EQ(consumer->connection_stats().reconnects, 0U);
-  EXPECT_EQ(counter_value(*metrics->registry(), "babelqueue_reconnects_total", "transport", "redis"), -1)
+  EXPECT_EQ(bq::testing::counter_value(*metrics->registry(), "babelqueue_reconnects_total", "transport", "redis"), -1)
       << "no reconnect yet, no series";
 
   const std::string broker = bq::testing::broker_script();
@@ -90,7 +61,7 @@ TEST(RedisReconnectMetrics, AServerTakenAwayAndBackIsCountedPerTransport) {
   std::this_thread::sleep_for(1s);  // the worker's receives fail meanwhile
   bq::testing::run_command_output(broker + " start redis >/dev/null 2>&1");
 
-  publish_with_retry(*producer, queue, 2);
+  bq::testing::publish_with_retry(*producer, queue, 2, 30s, 100ms);
   wait_for(handled, 2);
   worker.stop();
   runner.join();
@@ -98,6 +69,6 @@ TEST(RedisReconnectMetrics, AServerTakenAwayAndBackIsCountedPerTransport) {
   const auto reconnects = consumer->connection_stats().reconnects;
   EXPECT_GE(reconnects, 1U);
   EXPECT_EQ(consumer->connection_stats().transport, "redis");
-  EXPECT_EQ(counter_value(*metrics->registry(), "babelqueue_reconnects_total", "transport", "redis"),
+  EXPECT_EQ(bq::testing::counter_value(*metrics->registry(), "babelqueue_reconnects_total", "transport", "redis"),
             static_cast<double>(reconnects));
 }
