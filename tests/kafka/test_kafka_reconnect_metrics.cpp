@@ -10,23 +10,18 @@
 #include "broker_env.hpp"
 #include "reconnect_metrics.hpp"
 
-#include <babelqueue/envelope.hpp>
 #include <babelqueue/kafka/transport.hpp>
-#include <babelqueue/metrics/middleware.hpp>
 #include <babelqueue/transport_registry.hpp>
-#include <babelqueue/worker.hpp>
 
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <prometheus/registry.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <string>
@@ -81,16 +76,6 @@ bool accepts_connections(const std::string& port) {
   return connected;
 }
 
-template <class Done>
-bool wait_until(Done done, std::chrono::seconds within) {
-  const auto deadline = std::chrono::steady_clock::now() + within;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(50ms);
-  }
-  return true;
-}
-
 }  // namespace
 
 TEST(KafkaReconnectMetrics, ConnectionsCutAndMadeAgainAreCountedPerTransport) {
@@ -100,7 +85,8 @@ TEST(KafkaReconnectMetrics, ConnectionsCutAndMadeAgainAreCountedPerTransport) {
   ASSERT_TRUE(proxy_port != info.end() && listener_port != info.end()) << "no fault listener in 'broker info kafka'";
   FaultProxy proxy(proxy_port->second, "127.0.0.1:" + listener_port->second);
   ASSERT_TRUE(proxy.started());
-  ASSERT_TRUE(wait_until([&] { return accepts_connections(proxy_port->second); }, 10s)) << "the proxy did not start";
+  ASSERT_TRUE(bq::testing::wait_until([&] { return accepts_connections(proxy_port->second); }, 10s))
+      << "the proxy did not start";
   bq::kafka::register_transport();
 
   const std::string url = "kafka://127.0.0.1:" + proxy_port->second + "?group=reconnect-" + std::to_string(::getpid()) +
@@ -113,33 +99,23 @@ TEST(KafkaReconnectMetrics, ConnectionsCutAndMadeAgainAreCountedPerTransport) {
   std::unique_ptr<bq::Transport> consumer = std::move(*opened_consumer);
   std::unique_ptr<bq::Transport> producer = std::move(*opened_producer);
   const std::string queue = "reconnect-metrics-" + std::to_string(::getpid());
-  auto metrics = std::make_shared<bq::metrics::Middleware>();
-
-  bq::WorkerOptions options;
-  options.poll_timeout = 200ms;
-  options.log = {};
-  options.middleware.push_back(metrics);
-  bq::Worker worker(*consumer, options);
-  std::atomic<int> handled{0};
-  worker.handle("urn:test:reconnect", [&](const bq::Message&) { ++handled; });
-  std::thread runner([&] { EXPECT_TRUE(worker.run({queue})); });
+  bq::testing::MeteredWorker worker(*consumer, queue);
 
   bq::testing::publish_with_retry(*producer, queue, 1, 60s, 200ms);
-  EXPECT_TRUE(wait_until([&] { return handled.load() >= 1; }, 60s));
+  EXPECT_TRUE(bq::testing::wait_until([&] { return worker.handled() >= 1; }, 60s));
   EXPECT_EQ(consumer->connection_stats().transport, "kafka");
 
   // The cut comes five seconds after the proxy started and lasts two.
-  EXPECT_TRUE(wait_until([&] { return consumer->connection_stats().reconnects >= 1; }, 40s))
+  EXPECT_TRUE(bq::testing::wait_until([&] { return consumer->connection_stats().reconnects >= 1; }, 40s))
       << "no reconnect counted after the connections were cut";
   bq::testing::publish_with_retry(*producer, queue, 2, 60s, 200ms);
-  EXPECT_TRUE(wait_until([&] { return handled.load() >= 2; }, 60s)) << "the worker did not resume";
+  EXPECT_TRUE(bq::testing::wait_until([&] { return worker.handled() >= 2; }, 60s)) << "the worker did not resume";
   worker.stop();
-  runner.join();
 
   const auto reconnects = consumer->connection_stats().reconnects;
   EXPECT_GE(reconnects, 1U);
   const double counted =
-      bq::testing::counter_value(*metrics->registry(), "babelqueue_reconnects_total", "transport", "kafka");
+      bq::testing::counter_value(worker.registry(), "babelqueue_reconnects_total", "transport", "kafka");
   EXPECT_GE(counted, 1.0);
   EXPECT_LE(counted, static_cast<double>(reconnects)) << "the metric counts what the transport reported";
   consumer->close();
