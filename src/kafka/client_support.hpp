@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the librdkafka producer and consumer share: librdkafka's error codes
-// as Errc, setting their properties, and the bridge from librdkafka's log to
-// the transport's LogSink.
+// as Errc, setting their properties, and the bridge from librdkafka's events
+// (log lines to the transport's LogSink, statistics to the reconnect count).
 #pragma once
 
 #include <babelqueue/error.hpp>
@@ -62,7 +62,9 @@ void for_each_header(rd_kafka_headers_t* headers, Visit&& visit) {
   }
 }
 
-// librdkafka's log lines and client-level errors, to the transport's LogSink.
+// librdkafka's log lines and client-level errors, to the transport's LogSink;
+// and its statistics reports, read for the reconnect count (every event of a
+// client comes through its one EventCb).
 // Threads: librdkafka's (it calls event_cb from its own threads and from
 // polls); the sink must be thread-safe, as kafka::Transport::Options says.
 class LogEvents final : public RdKafka::EventCb {
