@@ -4,8 +4,9 @@
 //
 //   babelqueue_bench_observability overhead [--messages N] [--rounds R] [--only TEXT]
 //     A Worker on the memory transport consuming N messages (decode, route,
-//     handler, ack), one handler thread, in each configuration: off,
-//     metrics, tracing unsampled, tracing unsampled + metrics, tracing
+//     handler, ack; each with a traceparent header, as a traced producer
+//     sends it, but for one row without), one handler thread, in each
+//     configuration: off, metrics, tracing unsampled, tracing unsampled + metrics, tracing
 //     sampled + metrics (spans recorded, then discarded), tracing sampled +
 //     metrics exported over OTLP to a local endpoint. The configurations
 //     take turns within each round; the median round is reported, with the
@@ -159,8 +160,10 @@ struct Config {
   std::string name;
   bool metrics = false;
   std::shared_ptr<otel::Tracer> tracer;  // null: no tracing
-  // Messages published with a traceparent header even without tracing.
-  bool header = false;
+  // Messages published with a traceparent header, as a traced producer
+  // sends them (with tracing, the producer span's own replaces it): every
+  // configuration but one consumes the same messages.
+  bool header = true;
 };
 
 std::shared_ptr<otel::Tracer> tracer(otel::Sampler sampler, std::shared_ptr<otel::SpanSink> sink) {
@@ -238,7 +241,7 @@ int overhead(std::size_t messages, std::size_t rounds, const std::string& only) 
   auto exporter = std::make_shared<otel::OtlpExporter>(eo);
   const std::vector<Config> configs{
       {"off", false, nullptr},
-      {"off, messages with a traceparent header", false, nullptr, true},
+      {"off, messages without a traceparent header", false, nullptr, false},
       {"metrics", true, nullptr},
       {"tracing unsampled", false, tracer(otel::Sampler::always_off(), discard)},
       {"tracing unsampled + metrics", true, tracer(otel::Sampler::always_off(), discard)},
@@ -282,9 +285,16 @@ int overhead(std::size_t messages, std::size_t rounds, const std::string& only) 
   // CPU time: on a shared machine the wall time of a two-thread hand-off
   // loop moves with the load; the work each message costs does not.
   if (cpu["tracing unsampled + metrics"].empty()) return 0;  // left out by --only
-  const double target = least(cpu["tracing unsampled + metrics"]) / off_cpu - 1.0;
+  const double both = least(cpu["tracing unsampled + metrics"]);
+  const double target = both / off_cpu - 1.0;
   std::printf("%-48s %+8.1f%%  (target < +10%%: %s)\n", "tracing unsampled + metrics over off (CPU)", target * 100.0,
               target < 0.10 ? "met" : "NOT met");
+  // The header's carriage is the producer's doing and the transport's cost;
+  // shown, not judged.
+  if (const auto& bare = cpu["off, messages without a traceparent header"]; !bare.empty()) {
+    std::printf("%-48s %+8.1f%%  (no target)\n", "the same over off without the header (CPU)",
+                (both / least(bare) - 1.0) * 100.0);
+  }
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "atomic_histogram.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -35,6 +36,12 @@ AtomicHistogram::AtomicHistogram(const std::vector<double>& bounds_seconds, std:
       bound_count_(bounds_seconds.size()),
       buckets_(std::make_unique<std::atomic<std::uint64_t>[]>(bounds_seconds.size() + 1)) {
   for (std::size_t i = 0; i < bound_count_; ++i) bounds_[i] = bound_in_units(bounds_seconds_[i], units_per_second_);
+  // Rounding to units can make neighbouring bounds equal, never reorder them.
+  for (std::size_t width = 1; width < below_octave_.size(); ++width) {
+    const std::int64_t octave_start = std::int64_t{1} << (width - 1);
+    below_octave_[width] = static_cast<std::size_t>(
+        std::lower_bound(bounds_.get(), bounds_.get() + bound_count_, octave_start) - bounds_.get());
+  }
 }
 
 prometheus::ClientMetric AtomicHistogram::collect() const {

@@ -36,13 +36,24 @@ class AtomicHistogram {
 
   /// Counts one observation of value units.
   void observe(std::int64_t value) noexcept {
-    // The bucket is the number of bounds below the value: a loop without
-    // branches on the value, which the compiler unrolls and vectorises (at
-    // most a few dozen bounds).
-    std::size_t bucket = 0;
-    for (std::size_t i = 0; i < bound_count_; ++i) bucket += static_cast<std::size_t>(value > bounds_[i]);
-    buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
+    buckets_[bucket_of(value)].fetch_add(1, std::memory_order_relaxed);
     sum_.fetch_add(value, std::memory_order_relaxed);
+  }
+
+  /// The bucket value counts in: the number of bounds below it.
+  std::size_t bucket_of(std::int64_t value) const noexcept {
+    if (value <= 0) {
+      std::size_t bucket = 0;
+      while (bucket < bound_count_ && value > bounds_[bucket]) ++bucket;
+      return bucket;
+    }
+    // Every bound below the power of two that starts value's octave is
+    // below value: start there, and step over the few bounds inside the
+    // octave (a scan of every bound cost as much as the rest of observe).
+    const auto width = static_cast<std::size_t>(64 - __builtin_clzll(static_cast<std::uint64_t>(value)));
+    std::size_t bucket = below_octave_[width];
+    while (bucket < bound_count_ && value > bounds_[bucket]) ++bucket;
+    return bucket;
   }
 
   /// What prometheus-cpp's Histogram::Collect gives: cumulative buckets with
@@ -57,6 +68,9 @@ class AtomicHistogram {
   double units_per_second_;
   std::unique_ptr<std::int64_t[]> bounds_;  // each bound, rounded down to whole units
   std::size_t bound_count_;
+  // below_octave_[w]: how many bounds are below 2^(w-1), the least value of
+  // w significant bits (w from 1 to 63).
+  std::array<std::size_t, 64> below_octave_{};
   std::unique_ptr<std::atomic<std::uint64_t>[]> buckets_;  // bound_count_ + 1, not cumulative
   std::atomic<std::int64_t> sum_{0};                       // in units
 };

@@ -60,6 +60,8 @@ SpanContext consumer_parent(const Message& message, const Tracer& tracer) {
 // ignores the parent and samples no trace id (always_off, a ratio of 0), or
 // no sink. The parent need not be read then. The zero trace id is the one a
 // ratio sampler takes first (it samples ids whose low half is under a bound).
+// A tracer's sampler and sink are fixed once it is made: asked once, when
+// the middleware is.
 bool records_nothing(const Tracer& tracer) noexcept {
   const TraceId zero{};
   SpanContext stand_in;
@@ -89,7 +91,8 @@ struct UnrecordedConsumer {
 
 }  // namespace
 
-Middleware::Middleware(std::shared_ptr<const Tracer> tracer) : tracer_(std::move(tracer)) {
+Middleware::Middleware(std::shared_ptr<const Tracer> tracer)
+    : tracer_(std::move(tracer)), records_nothing_(tracer_ && records_nothing(*tracer_)) {
   if (!tracer_) throw Error(Errc::invalid_argument, "the tracing middleware needs a tracer");
 }
 
@@ -97,7 +100,7 @@ Result<void> Middleware::handle(const Message& message, const MessageHandler& ne
   // A span that will not record costs nothing up front: its parent is read,
   // and its own id drawn, only if the handler asks for its context. It has
   // no status to set, so the handler's result and exceptions pass as they are.
-  if (records_nothing(*tracer_)) {
+  if (records_nothing_) {
     UnrecordedConsumer unrecorded{tracer_.get(), &message, std::nullopt};
     detail::PendingContext pending{&UnrecordedConsumer::make, &unrecorded, std::nullopt};
     const detail::PendingScope current(pending);

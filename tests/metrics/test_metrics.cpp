@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 #include <regex>
 #include <stdexcept>
 #include <string>
@@ -229,6 +230,48 @@ TEST(Metrics, TheAtomicHistogramBucketsAsPrometheusCppDoes) {
   for (std::size_t i = 0; i < c.bucket.size(); ++i)
     EXPECT_EQ(c.bucket[i].cumulative_count, d.bucket[i].cumulative_count);
   EXPECT_NEAR(c.sample_sum, d.sample_sum, 1e-9);
+}
+
+// The bucket lookup (by the value's power of two) counts the bounds below a
+// value exactly, for bounds of every sign and size, ones that rounding to
+// units made equal, and values at, next to and between them.
+TEST(Metrics, TheAtomicHistogramFindsTheBucketOfEveryValue) {
+  const std::vector<std::vector<double>> bound_sets{
+      bq::metrics::Options{}.handler_buckets,
+      bq::metrics::Options{}.latency_buckets,
+      {-5, -0.5, 0, 1e-9, 2e-9, 3e-9, 1.5e-9 * 1024, 0.001, 0.0010000001, 1, 2, 4, 8, 9e8, 1e9},
+      {42},
+  };
+  std::mt19937_64 random(7);
+  for (const auto& seconds : bound_sets) {
+    for (const std::int64_t units : {std::int64_t{1'000'000'000}, std::int64_t{1'000}}) {
+      const bq::metrics::AtomicHistogram histogram(seconds, units);
+      std::vector<std::int64_t> values{std::numeric_limits<std::int64_t>::min(), -1, 0, 1, 2, 3,
+                                       std::numeric_limits<std::int64_t>::max()};
+      for (int shift = 0; shift < 63; ++shift) {
+        const std::int64_t p = std::int64_t{1} << shift;
+        values.insert(values.end(), {p - 1, p, p + 1});
+      }
+      for (const double b : seconds) {
+        const auto at = static_cast<std::int64_t>(std::floor(b * static_cast<double>(units)));
+        values.insert(values.end(), {at - 1, at, at + 1});
+      }
+      for (int i = 0; i < 2000; ++i) values.push_back(static_cast<std::int64_t>(random() >> (random() % 64)));
+      for (const std::int64_t v : values) {
+        std::size_t expected = 0;
+        for (const double b : seconds) expected += static_cast<double>(v) / static_cast<double>(units) > b ? 1 : 0;
+        // Within a unit of a bound a double's division can round either way;
+        // the rule there is the one the test above checks against prometheus-cpp.
+        bool near_bound = false;
+        for (const double b : seconds) {
+          near_bound = near_bound || std::fabs(static_cast<double>(v) - b * static_cast<double>(units)) <= 1.0;
+        }
+        if (!near_bound) {
+          EXPECT_EQ(histogram.bucket_of(v), expected) << "value " << v << " units " << units;
+        }
+      }
+    }
+  }
 }
 
 // The clock handlers are timed with (the time-stamp counter where it is

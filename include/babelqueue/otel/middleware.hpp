@@ -44,7 +44,8 @@ namespace babelqueue::otel {
 
 /// The tracing middleware: a consumer span around each handler, a producer
 /// span and the traceparent header on each publish (the file comment has
-/// the rules). It keeps no state of its own, so one serves every thread.
+/// the rules). It keeps no state but what it reads from its tracer when made
+/// (a tracer's options are fixed), so one serves every thread.
 class Middleware final : public babelqueue::Middleware {
  public:
   /// Shares tracer. A null tracer is an Errc::invalid_argument Error.
@@ -63,6 +64,7 @@ class Middleware final : public babelqueue::Middleware {
 
  private:
   std::shared_ptr<const Tracer> tracer_;
+  bool records_nothing_;  // no span of tracer_ records, whatever its parent
 };
 
 }  // namespace babelqueue::otel
