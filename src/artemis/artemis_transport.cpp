@@ -278,6 +278,9 @@ Result<std::vector<Delivery>> Transport::receive(std::string_view queue, std::si
       }
       take(index, *incoming);
     }
+    // Full-handed, this thread may have left messages behind: another
+    // waiting thread takes its turn (arrivals wake one waiter at a time).
+    if (out.size() == max) s.connection.arrivals->ring_one();
     if (!out.empty() || !s.connection.arrivals->wait_past(seen, deadline)) return out;
   }
 }
