@@ -90,7 +90,7 @@ namespace {
 
 struct Config {
   std::string url;
-  int messages = 60000;
+  int messages = 100000;
   int batch = 1000;
   int rounds = 5;
   std::string python;         // the Python SDK's interpreter; empty: no Python figures
