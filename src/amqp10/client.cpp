@@ -240,10 +240,12 @@ class Client::Impl final : public proton::messaging_handler {
       in->address = std::string(address);
       it = inbound_.emplace(in->address, in).first;
     }
-    std::shared_ptr<Inbound> in = it->second;
+    // A plain pointer (entries are never erased): a copy of the shared_ptr
+    // would write its count, a line every receiving thread shares.
+    Inbound* const in = it->second.get();
     if (!in->open) {
       in->open = true;
-      opens_.push_back(in);
+      opens_.push_back(it->second);
       post_drain_locked();
     }
     // A wait of 0 only looks: even an expired wait on the condition variable

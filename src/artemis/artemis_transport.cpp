@@ -237,7 +237,10 @@ Result<std::vector<Delivery>> Transport::receive(std::string_view queue, std::si
   // token says where they came from.
   std::vector<Delivery> out;
   auto take = [&](std::size_t index, std::vector<amqp10::Incoming>& incoming) {
-    out.reserve(out.size() + incoming.size());
+    // Room for a whole receive at the first take from several connections,
+    // not a reallocation (moving every Delivery) at each one.
+    out.reserve(out.empty() && s.count() > 1 ? std::max(incoming.size(), std::min<std::size_t>(max, 256))
+                                             : out.size() + incoming.size());
     const std::uint64_t tag = static_cast<std::uint64_t>(index) << kConnectionShift;
     for (auto& in : incoming) {
       if (in.read) {
