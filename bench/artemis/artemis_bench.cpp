@@ -37,8 +37,8 @@
 // and SDK measured minutes apart would see different machines; within a
 // round they run back to back, so drift hits both), printed with its
 // range. Each measurement has a queue of its own, filled right before it
-// (so that the broker holds one queue's messages at a time, never enough to
-// page) and drained outside the clock.
+// (so that the broker holds one queue's messages at a time, not several
+// full ones that could pass the memory limit past which it pages) and drained outside the clock.
 #include "../../src/artemis/artemis_projection.hpp"
 #include "../support/bench_report.hpp"
 
