@@ -240,15 +240,23 @@ class Client::Impl final : public proton::messaging_handler {
       in->address = std::string(address);
       it = inbound_.emplace(in->address, in).first;
     }
-    std::shared_ptr<Inbound> in = it->second;
+    // A plain pointer (entries are never erased): a copy of the shared_ptr
+    // would write its count, a line every receiving thread shares.
+    Inbound* const in = it->second.get();
     if (!in->open) {
       in->open = true;
-      opens_.push_back(in);
+      opens_.push_back(it->second);
       post_drain_locked();
     }
-    cv_.wait_for(lock, wait, [&] { return !in->buffer.empty() || in->error || state_ == State::closed; });
+    // A wait of 0 only looks: even an expired wait on the condition variable
+    // gives the mutex up and makes a system call, and a caller taking from
+    // several clients asks each of them so, many times a batch.
+    if (wait.count() > 0) {
+      cv_.wait_for(lock, wait, [&] { return !in->buffer.empty() || in->error || state_ == State::closed; });
+    }
     if (state_ == State::closed) return unexpected(ErrorInfo{Errc::closed, "the AMQP client is closed"});
     std::vector<Incoming> out;
+    if (in->buffer.empty() && !in->error) return out;
     if (in->buffer.empty() && in->error) {
       ErrorInfo e = std::move(*in->error);
       in->error.reset();
@@ -290,6 +298,11 @@ class Client::Impl final : public proton::messaging_handler {
   }
 
   void recycle(std::vector<Incoming>& used) {
+    // With a reader, messages carry nothing to recycle: no lock to take.
+    if (std::all_of(used.begin(), used.end(), [](const Incoming& in) { return in.read != nullptr; })) {
+      used.clear();
+      return;
+    }
     {
       std::lock_guard lock(mutex_);
       for (auto& in : used) {
@@ -582,7 +595,7 @@ class Client::Impl final : public proton::messaging_handler {
     it->second->buffer.push_back(std::move(incoming));
     if (!more_queued) {
       cv_.notify_all();
-      if (options_.arrivals) options_.arrivals->ring();
+      if (options_.arrivals) options_.arrivals->ring_one();
     }
   }
 

@@ -23,21 +23,32 @@
 namespace babelqueue::amqp10 {
 
 // A doorbell several clients share: each rings it once it has buffered
-// received messages (after the last delivery of a read), or a receiver link
-// failed, so that a caller receiving from all of them waits for any one.
+// received messages (after the last delivery of a read: ring_one()), or a
+// receiver link failed (ring()), so that a caller receiving from all of
+// them waits for any one.
 //
 // Thread-safety: every method may be called from several threads at once.
 class Arrivals {
  public:
   // How many times it rang so far: the value to wait past.
   std::uint64_t rings() const { return rings_.load(); }
-  // Wakes the callers waiting in wait_past(); costs an atomic increment when
-  // none is (the connection's thread rings it for every read).
+  // Wakes the callers waiting in wait_past() (a link failed, the clients
+  // close); costs an atomic increment when none is.
   void ring() {
     rings_.fetch_add(1);
     if (waiting_.load() == 0) return;
     { std::lock_guard lock(mutex_); }  // a waiter between its check and its sleep has gone to sleep
     cv_.notify_all();
+  }
+  // Wakes one of them (messages arrived: the connection's thread rings it
+  // for every read). Waking them all had every waiter look through every
+  // client for what one of them takes; the one woken rings again when it
+  // may have left messages behind (it took as many as it could carry).
+  void ring_one() {
+    rings_.fetch_add(1);
+    if (waiting_.load() == 0) return;
+    { std::lock_guard lock(mutex_); }
+    cv_.notify_one();
   }
   // Waits until it rang after `seen` was read, at most until deadline;
   // false when the deadline came first.

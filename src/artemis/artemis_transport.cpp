@@ -237,7 +237,10 @@ Result<std::vector<Delivery>> Transport::receive(std::string_view queue, std::si
   // token says where they came from.
   std::vector<Delivery> out;
   auto take = [&](std::size_t index, std::vector<amqp10::Incoming>& incoming) {
-    out.reserve(out.size() + incoming.size());
+    // Room for a whole receive at the first take from several connections,
+    // not a reallocation (moving every Delivery) at each one.
+    out.reserve(out.empty() && s.count() > 1 ? std::max(incoming.size(), std::min<std::size_t>(max, 256))
+                                             : out.size() + incoming.size());
     const std::uint64_t tag = static_cast<std::uint64_t>(index) << kConnectionShift;
     for (auto& in : incoming) {
       if (in.read) {
@@ -278,6 +281,9 @@ Result<std::vector<Delivery>> Transport::receive(std::string_view queue, std::si
       }
       take(index, *incoming);
     }
+    // Full-handed, this thread may have left messages behind: another
+    // waiting thread takes its turn (arrivals wake one waiter at a time).
+    if (out.size() == max) s.connection.arrivals->ring_one();
     if (!out.empty() || !s.connection.arrivals->wait_past(seen, deadline)) return out;
   }
 }
