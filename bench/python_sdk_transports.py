@@ -3,18 +3,24 @@
 """This SDK's transports against the published Python SDK's, on the same brokers, in one run.
 
 Usage:
-  bench/python_sdk_transports.py BABELQUEUE_BINARY [--transports redis,rabbitmq] [--messages N] [--size BYTES]
+  bench/python_sdk_transports.py BABELQUEUE_BINARY [--transports LIST] [--messages N] [--size BYTES]
                                  [--python PYTHON] [--strict] [--markdown]
 
-For each transport (a broker of scripts/broker, started when it is not
-running; its URL is `scripts/broker url NAME`), on queues of their own:
+For each transport of LIST (default redis,rabbitmq,kafka,sqs,artemis,pulsar,servicebus:
+every broker transport the pinned Python SDK has an extra for; the broker of scripts/broker, started when it is not running and then
+stopped again after its lines, so at most one JVM broker runs at a time; its
+URL is `scripts/broker url NAME`), on queues of their own:
 
   ours         babelqueue --url URL bench QUEUE --messages N --size BYTES --concurrency C --json,
                for C = 1 and 4: publish_batch in chunks, then a Worker with a no-op handler
   Python SDK   its App (babelqueue.BabelQueue) in the interpreter of `scripts/python-sdk path`
                unless --python is given: N x app.publish(urn, data), then
                app.consume(queue, max_messages=N) with a no-op handler (one thread: the
-               Python App has no concurrency setting)
+               Python App has no concurrency setting). Its Kafka publish returns once
+               librdkafka holds the record, so its publish time ends with a flush;
+               its SQS transport creates no queue, so the loop creates it first
+               (ours gets create=1); its Pulsar subscription is made by a first pop
+               before the publishes, as a subscription starts at the topic's end.
 
 Both sides send the same envelope: job urn:babelqueue:bench, data
 {"seq": i, "payload": "xxx..."} of about BYTES bytes of JSON. The script
@@ -37,6 +43,7 @@ import machine
 HERE = os.path.dirname(os.path.abspath(__file__))
 BROKER = os.path.join(HERE, "..", "scripts", "broker")
 TARGET = 3.0
+DEFAULT_TRANSPORTS = "redis,rabbitmq,kafka,sqs,artemis,pulsar,servicebus"
 URN = "urn:babelqueue:bench"
 
 # Runs inside the Python SDK's interpreter: publishes then consumes COUNT
@@ -50,9 +57,20 @@ empty = len(json.dumps({"seq": count, "payload": ""}, separators=(",", ":")))
 payload = "x" * max(0, size - empty)
 app = BabelQueue(url, queue=queue)
 app.register(urn, lambda data, meta: None)
+if url.startswith("pulsar"):
+    # The SDK subscribes on its first pop; a subscription made after the
+    # publishes would start past them.
+    app.transport.pop(queue, timeout=0.5)
+elif url.startswith("sqs"):
+    # The SDK looks queues up and never creates one (ours does with create=1).
+    app.transport._sqs.create_queue(QueueName=queue)
 start = time.perf_counter()
 for seq in range(count):
     app.publish(urn, {"seq": seq, "payload": payload})
+if url.startswith("kafka"):
+    # Its publish hands the record to librdkafka and returns: the records
+    # count once the broker has them, as ours do.
+    app.transport._producer_().flush()
 publish = count / (time.perf_counter() - start)
 start = time.perf_counter()
 processed = app.consume(queue, max_messages=count, timeout=5.0, handle_signals=False)
@@ -73,7 +91,7 @@ def parse_args(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         sys.exit(0 if argv else 2)
-    options = {"binary": argv[0], "transports": "redis,rabbitmq", "messages": 20000, "size": 256, "python": None,
+    options = {"binary": argv[0], "transports": DEFAULT_TRANSPORTS, "messages": 20000, "size": 256, "python": None,
                "strict": False, "markdown": False}
     rest = argv[1:]
     i = 0
@@ -94,12 +112,18 @@ def parse_args(argv):
 
 
 def broker_url(name):
+    """The broker's URL, and whether this run started it (and so stops it)."""
     status = subprocess.run([BROKER, "status", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             check=False)
-    if status.returncode != 0:
+    started = status.returncode != 0
+    if started:
         subprocess.run([BROKER, "start", name], stdout=subprocess.DEVNULL, check=True)
     done = subprocess.run([BROKER, "url", name], stdout=subprocess.PIPE, check=True, text=True)
-    return done.stdout.strip().splitlines()[-1]
+    return done.stdout.strip().splitlines()[-1], started
+
+
+def stop_broker(name):
+    subprocess.run([BROKER, "stop", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
 def ours(binary, url, queue, messages, size, concurrency):
@@ -130,9 +154,26 @@ def main(argv):
     tag = f"{os.getpid()}"
     rows = []  # (transport, what, python msg/s, ours msg/s)
     for transport in [name for name in options["transports"].split(",") if name]:
-        url = broker_url(transport)
-        runs = {c: ours(options["binary"], url, f"bench-cpp-{tag}-c{c}", messages, size, c) for c in (1, 4)}
-        theirs = python_sdk(python, url, f"bench-py-{tag}", messages, size)
+        if transport == "sqs":
+            # The emulator takes any signed request; both SDKs sign with these (as bench/sqs/run.sh).
+            os.environ.setdefault("AWS_ACCESS_KEY_ID", "AKIDBABELQUEUETEST")
+            os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "babelqueue-test-secret")
+            os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+        url, started = broker_url(transport)
+        if transport == "servicebus":
+            # Both SDKs read the namespace's key from here; the test server's is in its info.
+            info = subprocess.run([BROKER, "info", transport], stdout=subprocess.PIPE, check=True, text=True).stdout
+            os.environ["AZURE_SERVICEBUS_CONNECTION_STRING"] = next(
+                line.split("=", 1)[1] for line in info.splitlines() if line.startswith("connection_string="))
+        try:
+            ours_url = url + ("&create=1" if transport == "sqs" else "")
+            runs = {c: ours(options["binary"], ours_url, f"bench-cpp-{tag}-c{c}", messages, size, c) for c in (1, 4)}
+            theirs = python_sdk(python, url, f"bench-py-{tag}", messages, size)
+        finally:
+            # A broker this run started is stopped before the next starts: the
+            # JVM brokers (Kafka, SQS, Artemis, Pulsar) do not fit two at once.
+            if started:
+                stop_broker(transport)
         rows.append((transport, "publish", theirs["publish"],
                      min(runs[1]["publish_msgs_per_s"], runs[4]["publish_msgs_per_s"])))
         for c in (1, 4):
