@@ -24,7 +24,8 @@ URL is `scripts/broker url NAME`), on queues of their own:
 
 Both sides send the same envelope: job urn:babelqueue:bench, data
 {"seq": i, "payload": "xxx..."} of about BYTES bytes of JSON. The script
-prints the rates and the ratios (ours / Python SDK) against the targets of
+prints the rates, the Python client's CPU time a message (user + system, its
+own process) and the ratios (ours / Python SDK) against the targets of
 docs/benchmarks.md: at least 3x on publish and on consume + ack (the c1 and
 the c4 consumer each against the one Python consume loop). The publish line
 takes the slower of our two runs. --markdown prints the table of
@@ -49,8 +50,12 @@ URN = "urn:babelqueue:bench"
 # Runs inside the Python SDK's interpreter: publishes then consumes COUNT
 # envelopes through the App, prints {"publish": msg/s, "consume": msg/s}.
 PYTHON_LOOP = r"""
-import json, sys, time
+import json, resource, sys, time
 from babelqueue import BabelQueue
+
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 url, queue, count, size, urn = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 empty = len(json.dumps({"seq": count, "payload": ""}, separators=(",", ":")))
@@ -64,7 +69,7 @@ if url.startswith("pulsar"):
 elif url.startswith("sqs"):
     # The SDK looks queues up and never creates one (ours does with create=1).
     app.transport._sqs.create_queue(QueueName=queue)
-start = time.perf_counter()
+start, start_cpu = time.perf_counter(), cpu()
 for seq in range(count):
     app.publish(urn, {"seq": seq, "payload": payload})
 if url.startswith("kafka"):
@@ -72,13 +77,15 @@ if url.startswith("kafka"):
     # count once the broker has them, as ours do.
     app.transport._producer_().flush()
 publish = count / (time.perf_counter() - start)
-start = time.perf_counter()
+publish_cpu = (cpu() - start_cpu) / count * 1e6
+start, start_cpu = time.perf_counter(), cpu()
 processed = app.consume(queue, max_messages=count, timeout=5.0, handle_signals=False)
 consume = processed / (time.perf_counter() - start)
+consume_cpu = (cpu() - start_cpu) / max(processed, 1) * 1e6
 app.transport.close()
 if processed != count:
     sys.exit(f"the Python SDK consumed {processed} of {count} messages")
-print(json.dumps({"publish": publish, "consume": consume}))
+print(json.dumps({"publish": publish, "consume": consume, "publish_cpu_us": publish_cpu, "consume_cpu_us": consume_cpu}))
 """
 
 
@@ -152,7 +159,7 @@ def main(argv):
     measured = machine.describe(HERE)
     messages, size = options["messages"], options["size"]
     tag = f"{os.getpid()}"
-    rows = []  # (transport, what, python msg/s, ours msg/s)
+    rows = []  # (transport, what, python msg/s, ours msg/s, the Python client's CPU µs a message)
     for transport in [name for name in options["transports"].split(",") if name]:
         if transport == "sqs":
             # The emulator takes any signed request; both SDKs sign with these (as bench/sqs/run.sh).
@@ -175,28 +182,32 @@ def main(argv):
             if started:
                 stop_broker(transport)
         rows.append((transport, "publish", theirs["publish"],
-                     min(runs[1]["publish_msgs_per_s"], runs[4]["publish_msgs_per_s"])))
+                     min(runs[1]["publish_msgs_per_s"], runs[4]["publish_msgs_per_s"]), theirs["publish_cpu_us"]))
         for c in (1, 4):
-            rows.append((transport, f"consume + ack, c{c}", theirs["consume"], runs[c]["consume_msgs_per_s"]))
+            rows.append((transport, f"consume + ack, c{c}", theirs["consume"], runs[c]["consume_msgs_per_s"],
+                         theirs["consume_cpu_us"]))
     failed = 0
     measured += f", load average {machine.load()} at the end"
     spaced = lambda value: format(value, ",.0f").replace(",", " ")
     if options["markdown"]:
         print(f"{measured}; {messages} messages of {size} bytes of data:")
         print()
-        print("| transport | operation | Python SDK msg/s | ours msg/s | ratio | target |")
-        print("| --- | --- | ---: | ---: | ---: | --- |")
+        print("| transport | operation | Python SDK msg/s | Python SDK CPU µs/msg | ours msg/s | ratio | target |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
     else:
         print(measured)
-        print(f"{'transport':<10} {'operation':<18} {'Python msg/s':>13} {'ours msg/s':>11} {'ratio':>8}  target  verdict")
-    for transport, what, theirs, mine in rows:
+        print(f"{'transport':<10} {'operation':<18} {'Python msg/s':>13} {'Python CPU us/msg':>18} {'ours msg/s':>11} "
+              f"{'ratio':>8}  target  verdict")
+    for transport, what, theirs, mine, their_cpu in rows:
         ratio = mine / theirs if theirs > 0 else float("inf")
         verdict = "PASS" if ratio >= TARGET else "FAIL"
         failed += verdict != "PASS"
         if options["markdown"]:
-            print(f"| {transport} | {what} | {spaced(theirs)} | {spaced(mine)} | {ratio:.1f}× | ≥ {TARGET:g}× — {verdict} |")
+            print(f"| {transport} | {what} | {spaced(theirs)} | {their_cpu:.0f} | {spaced(mine)} | {ratio:.1f}× "
+                  f"| ≥ {TARGET:g}× — {verdict} |")
         else:
-            print(f"{transport:<10} {what:<18} {theirs:>13.0f} {mine:>11.0f} {ratio:>7.1f}x  >={TARGET:g}x  {verdict}")
+            print(f"{transport:<10} {what:<18} {theirs:>13.0f} {their_cpu:>18.0f} {mine:>11.0f} {ratio:>7.1f}x  "
+                  f">={TARGET:g}x  {verdict}")
     return 1 if options["strict"] and failed else 0
 
 
