@@ -20,7 +20,9 @@ URL is `scripts/broker url NAME`), on queues of their own:
                librdkafka holds the record, so its publish time ends with a flush;
                its SQS transport creates no queue, so the loop creates it first
                (ours gets create=1); its Pulsar subscription is made by a first pop
-               before the publishes, as a subscription starts at the topic's end.
+               before the publishes, as a subscription starts at the topic's end;
+               on Kafka each run of either side has a consumer group of its own.
+Before the timed runs, a short run of ours warms the broker up.
 
 Both sides send the same envelope: job urn:babelqueue:bench, data
 {"seq": i, "payload": "xxx..."} of about BYTES bytes of JSON. The script
@@ -60,7 +62,13 @@ def cpu():
 url, queue, count, size, urn = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 empty = len(json.dumps({"seq": count, "payload": ""}, separators=(",", ":")))
 payload = "x" * max(0, size - empty)
-app = BabelQueue(url, queue=queue)
+if url.startswith("kafka"):
+    # A consumer group of its own: the SDK's default group is shared by every
+    # run, and a member of an earlier run that died holds it in a rebalance.
+    from babelqueue.kafka_transport import KafkaTransport
+    app = BabelQueue(transport=KafkaTransport(url, group_id=queue), queue=queue)
+else:
+    app = BabelQueue(url, queue=queue)
 app.register(urn, lambda data, meta: None)
 if url.startswith("pulsar"):
     # The SDK subscribes on its first pop; a subscription made after the
@@ -142,6 +150,28 @@ def ours(binary, url, queue, messages, size, concurrency):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def our_url(transport, url, queue):
+    """Ours creates its SQS queues (the Python loop creates its own), and each
+    Kafka run has a consumer group of its own, named after its queue."""
+    if transport == "sqs":
+        return url + "&create=1"
+    if transport == "kafka":
+        return url + ("&" if "?" in url else "?") + "group=" + queue
+    return url
+
+
+def warm_up(binary, url, queue):
+    """A short run of ours before anything is timed: a broker just started may
+    still be loading what its first clients need (Kafka's group coordinator
+    and producer ids answer "load in progress" for several seconds), which
+    neither side's figure should carry."""
+    for attempt in range(3):
+        done = subprocess.run([binary, "--url", url, "bench", f"{queue}-{attempt}", "--messages", "100", "--json"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        if done.returncode == 0:
+            return
+
+
 def python_sdk(python, url, queue, messages, size):
     done = subprocess.run([python, "-c", PYTHON_LOOP, url, queue, str(messages), str(size), URN],
                           stdout=subprocess.PIPE, check=False, text=True)
@@ -173,8 +203,9 @@ def main(argv):
             os.environ["AZURE_SERVICEBUS_CONNECTION_STRING"] = next(
                 line.split("=", 1)[1] for line in info.splitlines() if line.startswith("connection_string="))
         try:
-            ours_url = url + ("&create=1" if transport == "sqs" else "")
-            runs = {c: ours(options["binary"], ours_url, f"bench-cpp-{tag}-c{c}", messages, size, c) for c in (1, 4)}
+            warm_up(options["binary"], our_url(transport, url, f"bench-warm-{tag}"), f"bench-warm-{tag}")
+            runs = {c: ours(options["binary"], our_url(transport, url, f"bench-cpp-{tag}-c{c}"), f"bench-cpp-{tag}-c{c}",
+                            messages, size, c) for c in (1, 4)}
             theirs = python_sdk(python, url, f"bench-py-{tag}", messages, size)
         finally:
             # A broker this run started is stopped before the next starts: the
