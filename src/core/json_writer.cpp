@@ -116,6 +116,36 @@ inline std::size_t decimal_digits(std::uint64_t x) noexcept {
   return guess + (x >= kPowers[guess] ? 1 : 0);
 }
 
+// The 8 decimal digits of v < 10^8, zero-padded, one per byte (0-9, not yet
+// ASCII), the first digit in the lowest byte. The number is split in lanes
+// (two of 4 digits in 32-bit halves, then four of 2 in 16-bit quarters, then
+// eight of 1 in bytes) and each lane divided by 100 or 10 with one multiply
+// and shift for all lanes at once: no lane's product reaches the next one,
+// and the multipliers are exact in the lanes' ranges.
+constexpr std::uint64_t eight_digits(std::uint64_t v) noexcept {
+  const std::uint64_t high = v / 10000;
+  std::uint64_t x = high | ((v - high * 10000) << 32U);
+  const std::uint64_t hundreds = ((x * 5243) >> 19U) & 0x0000007F0000007FULL;  // x / 100 for x < 43699
+  x = hundreds | ((x - hundreds * 100) << 16U);
+  const std::uint64_t tens = ((x * 103) >> 10U) & 0x000F000F000F000FULL;  // x / 10 for x < 1029
+  return tens | ((x - tens * 10) << 8U);
+}
+static_assert(eight_digits(12345678) == 0x0807060504030201ULL);
+static_assert(eight_digits(90000009) == 0x0900000000000009ULL);
+static_assert(eight_digits(99999999) == 0x0909090909090909ULL);
+static_assert(eight_digits(0) == 0);
+
+constexpr std::uint64_t kAsciiZeros = 0x3030303030303030ULL;
+
+// Stores the 8 bytes of v at p, its lowest byte first.
+inline void store_le(char* p, std::uint64_t v) noexcept {
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(p, &v, sizeof v);
+  } else {
+    for (std::size_t i = 0; i < sizeof v; ++i) p[i] = static_cast<char>(v >> (8 * i));
+  }
+}
+
 // Powers of ten a double holds exactly.
 constexpr std::array<double, 18> kPowersOfTen = {1e0, 1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
                                                  1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
@@ -232,6 +262,64 @@ bool write_short_decimal(char*& out, double value) noexcept {
   return true;
 }
 
+// The doubles that are short binary fractions, written from their bits with
+// integer arithmetic alone: integral values below 2^53 and halves, quarters,
+// eighths... (quantities, weights, dimensions in many payloads). Such an x
+// is q / 2^s with q odd, so its decimal expansion is exact with s fraction
+// digits, the last a 5: (q mod 2^s) * 5^s over 10^s. Any decimal with fewer
+// fraction digits is then at least 5 * 10^-s away from x, farther than half
+// the gap to the next double (2^(e-53) for 2^e <= |x| < 2^(e+1)) when
+// e + s * log2(10) < 53 + log2(5), which e + 4s <= 55 ensures: so the exact
+// expansion has the shortest round-trip digits, the ones the general path
+// would find (no power of ten lies between x and those digits either). An
+// integral x below 2^53 is its own shortest digits: any other decimal that
+// reads back is a whole number too, at least 1 away, farther than half the
+// gap (at most 1/2). Writes fixed notation, as SPEC §3 wants for
+// 2^-13 <= |x| < 2^53 (within [1e-4, 1e16)); false for any other double.
+bool write_binary_fraction(char*& out, double value) noexcept {
+  const auto bits = std::bit_cast<std::uint64_t>(value);
+  const int e = static_cast<int>((bits >> 52U) & 0x7FFU) - 1023;
+  if (e < -13 || e > 52) return false;
+  const std::uint64_t m = (bits & ((std::uint64_t{1} << 52U) - 1)) | (std::uint64_t{1} << 52U);
+  // |x| = m * 2^(e-52): its fraction bits, past the lowest set bit of m.
+  const int s = std::max(0, 52 - e - std::countr_zero(m));
+  if (s > 16 || e + 4 * s > 55) return false;
+  const std::uint64_t q = m >> static_cast<unsigned>(52 - e - s);  // exact: |x| = q / 2^s
+  static constexpr std::array<std::uint64_t, 17> kPowersOfFive = [] {
+    std::array<std::uint64_t, 17> t{};
+    std::uint64_t v = 1;
+    for (auto& p : t) {
+      p = v;
+      v *= 5;
+    }
+    return t;
+  }();
+  char* p = out;
+  if (value < 0) *p++ = '-';
+  p = std::to_chars(p, p + 20, q >> static_cast<unsigned>(s)).ptr;
+  *p++ = '.';
+  if (s == 0) {
+    *p++ = '0';
+    out = p;
+    return true;
+  }
+  // The s fraction digits of (q mod 2^s) * 5^s < 10^s, zero-padded: a
+  // word (or two) of digits shifted so that they end where the fraction
+  // does, stored whole, the end pointer cutting what lies past it.
+  const auto n = static_cast<unsigned>(s);
+  const std::uint64_t fraction = (q & ((std::uint64_t{1} << n) - 1)) * kPowersOfFive[n];
+  if (n <= 8) {
+    store_le(p, (eight_digits(fraction) | kAsciiZeros) >> (8 * (8 - n)));
+  } else {
+    const std::uint64_t high = fraction / 100000000U;
+    const std::uint64_t low_digits = eight_digits(fraction - high * 100000000U) | kAsciiZeros;
+    store_le(p, (eight_digits(high) | kAsciiZeros) >> (8 * (16 - n)));
+    store_le(p + n - 8, low_digits);
+  }
+  out = p + n;
+  return true;
+}
+
 // Shortest round-trip digits from std::to_chars, laid out as Python's repr():
 // fixed notation when 1e-4 <= |x| < 1e16 (integral values keep ".0"),
 // otherwise d[.ddd]e±XX with at least two exponent digits.
@@ -333,7 +421,7 @@ WriteStatus JsonOut::number(double value) {
     cur_ = p + (std::signbit(value) ? 4 : 3);
     return WriteStatus::ok;
   }
-  if (!write_short_decimal(p, value)) write_general_double(p, value);
+  if (!write_binary_fraction(p, value) && !write_short_decimal(p, value)) write_general_double(p, value);
   cur_ = p;
   return WriteStatus::ok;
 }
