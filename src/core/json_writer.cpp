@@ -324,6 +324,21 @@ bool write_binary_fraction(char*& out, double value) noexcept {
 // fixed notation when 1e-4 <= |x| < 1e16 (integral values keep ".0"),
 // otherwise d[.ddd]e±XX with at least two exponent digits.
 void write_general_double(char*& out, double value) noexcept {
+  if (const double magnitude = std::fabs(value); magnitude >= 1e-4 && magnitude < 1e16) {
+    // Fixed notation: to_chars' shortest fixed form has the same digits
+    // (below 1e16 no double needs an integer digit its shortest scientific
+    // form drops: the gap between doubles there is at most 2), written in
+    // place without a pass over a scientific form; an integral value (from
+    // 2^53 on) gets its ".0".
+    char* end = std::to_chars(out, out + 32, value, std::chars_format::fixed).ptr;
+    if (std::memchr(out, '.', static_cast<std::size_t>(end - out)) == nullptr) {
+      end[0] = '.';
+      end[1] = '0';
+      end += 2;
+    }
+    out = end;
+    return;
+  }
   char sci[32];
   auto [end, ec] = std::to_chars(sci, sci + sizeof sci, value, std::chars_format::scientific);
   // sci is "[-]d[.ddd]e[+-]XX": split it into sign, digits and exponent.
