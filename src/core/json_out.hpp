@@ -88,7 +88,19 @@ class JsonOut {
     *p = c;
     cur_ = p + 1;
   }
-  void integer(std::int64_t value);
+  // An integer; one or two digits (counts, quantities, small indexes: most
+  // integers of a payload) are written here, without a call.
+  void integer(std::int64_t value) {
+    const auto bits = static_cast<std::uint64_t>(value);
+    const std::uint64_t magnitude = value < 0 ? 0 - bits : bits;
+    if (magnitude >= 100) return integer_slow(value);
+    char* p = room(3);
+    *p = '-';
+    p += value < 0 ? 1 : 0;
+    if (magnitude >= 10) *p++ = static_cast<char>('0' + magnitude / 10);
+    *p = static_cast<char>('0' + magnitude % 10);
+    cur_ = p + 1;
+  }
   void integer(std::uint64_t value);
 
   WriteStatus string(std::string_view text) { return quoted(text, 0, 0); }
@@ -129,6 +141,7 @@ class JsonOut {
   }
   WriteStatus quoted_slow(std::string_view text, char lead, char trail);
   WriteStatus element(const Value& value);
+  void integer_slow(std::int64_t value);
 
   std::string& buffer_;
   char* cur_;    // the next byte to write

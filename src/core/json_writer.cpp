@@ -417,7 +417,7 @@ void JsonOut::grow(std::size_t n) {
   limit_ = buffer_.data() + buffer_.size();
 }
 
-void JsonOut::integer(std::int64_t value) {
+void JsonOut::integer_slow(std::int64_t value) {
   char* p = room(kLongestInteger);
   cur_ = std::to_chars(p, p + kLongestInteger, value).ptr;
 }
@@ -572,61 +572,59 @@ WriteStatus JsonOut::quoted_slow(std::string_view text, char lead, char trail) {
 }
 
 // The values inside a container: the usual scalars written here, without a
-// call and a visit each; containers and rare kinds go through value().
+// call each; containers and rare kinds go through value(). Both dispatch with
+// a switch on the alternative's index, one jump table per value, and the
+// get_if after it is known to succeed.
 inline WriteStatus JsonOut::element(const Value& value) {
   const auto& v = value.v_;
-  if (const auto* s = std::get_if<std::string>(&v)) return quoted(*s, 0, 0);
-  if (const auto* i = std::get_if<std::int64_t>(&v)) {
-    integer(*i);
-    return WriteStatus::ok;
+  switch (static_cast<Value::Kind>(v.index())) {
+    case Value::Kind::string: return quoted(*std::get_if<std::string>(&v), 0, 0);
+    case Value::Kind::int64: integer(*std::get_if<std::int64_t>(&v)); return WriteStatus::ok;
+    case Value::Kind::floating: return number(*std::get_if<double>(&v));
+    case Value::Kind::boolean:
+      literal(*std::get_if<bool>(&v) ? std::string_view("true") : std::string_view("false"));
+      return WriteStatus::ok;
+    case Value::Kind::null: literal("null"); return WriteStatus::ok;
+    default: return this->value(value);
   }
-  if (const auto* d = std::get_if<double>(&v)) return number(*d);
-  if (const auto* b = std::get_if<bool>(&v)) {
-    literal(*b ? std::string_view("true") : std::string_view("false"));
-    return WriteStatus::ok;
-  }
-  return this->value(value);
 }
 
 WriteStatus JsonOut::value(const Value& value) {
-  return std::visit(
-      [this](const auto& v) -> WriteStatus {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, std::nullptr_t>) {
-          literal("null");
-        } else if constexpr (std::is_same_v<T, bool>) {
-          literal(v ? std::string_view("true") : std::string_view("false"));
-        } else if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint64_t>) {
-          integer(v);
-        } else if constexpr (std::is_same_v<T, NumberText>) {
-          literal(v.text);
-        } else if constexpr (std::is_same_v<T, double>) {
-          return number(v);
-        } else if constexpr (std::is_same_v<T, std::string>) {
-          return quoted(v, 0, 0);
-        } else if constexpr (std::is_same_v<T, Array>) {
-          put('[');
-          bool first = true;
-          for (const Value& item : v) {
-            if (!first) put(',');
-            first = false;
-            if (auto st = element(item); st != WriteStatus::ok) return st;
-          }
-          put(']');
-        } else {
-          static_assert(std::is_same_v<T, Object>);
-          put('{');
-          char lead = 0;  // the first member has no ',' before it
-          for (const auto& [key, item] : v) {
-            if (auto st = quoted(key, lead, ':'); st != WriteStatus::ok) return st;
-            lead = ',';
-            if (auto st = element(item); st != WriteStatus::ok) return st;
-          }
-          put('}');
-        }
-        return WriteStatus::ok;
-      },
-      value.v_);
+  const auto& v = value.v_;
+  switch (static_cast<Value::Kind>(v.index())) {
+    case Value::Kind::null: literal("null"); break;
+    case Value::Kind::boolean:
+      literal(*std::get_if<bool>(&v) ? std::string_view("true") : std::string_view("false"));
+      break;
+    case Value::Kind::int64: integer(*std::get_if<std::int64_t>(&v)); break;
+    case Value::Kind::uint64: integer(*std::get_if<std::uint64_t>(&v)); break;
+    case Value::Kind::number_text: literal(std::get_if<NumberText>(&v)->text); break;
+    case Value::Kind::floating: return number(*std::get_if<double>(&v));
+    case Value::Kind::string: return quoted(*std::get_if<std::string>(&v), 0, 0);
+    case Value::Kind::array: {
+      put('[');
+      bool first = true;
+      for (const Value& item : *std::get_if<Array>(&v)) {
+        if (!first) put(',');
+        first = false;
+        if (auto st = element(item); st != WriteStatus::ok) return st;
+      }
+      put(']');
+      break;
+    }
+    case Value::Kind::object: {
+      put('{');
+      char lead = 0;  // the first member has no ',' before it
+      for (const auto& [key, item] : *std::get_if<Object>(&v)) {
+        if (auto st = quoted(key, lead, ':'); st != WriteStatus::ok) return st;
+        lead = ',';
+        if (auto st = element(item); st != WriteStatus::ok) return st;
+      }
+      put('}');
+      break;
+    }
+  }
+  return WriteStatus::ok;
 }
 
 }  // namespace detail

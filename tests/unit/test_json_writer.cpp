@@ -153,6 +153,11 @@ TEST(JsonWriter, IntegersAreExact) {
   EXPECT_EQ(json(std::numeric_limits<std::int64_t>::max()), "9223372036854775807");
   EXPECT_EQ(json(std::numeric_limits<std::uint64_t>::max()), "18446744073709551615");
   EXPECT_EQ(json(1749132727000LL), "1749132727000");
+  // Around the one- and two-digit short path, as values and inside containers.
+  for (std::int64_t i : {0, 1, 9, 10, 42, 99, 100, 101, 999, -1, -9, -10, -99, -100, -101}) {
+    EXPECT_EQ(json(i), std::to_string(i));
+    EXPECT_EQ(json(bq::Value::array({i, i})), "[" + std::to_string(i) + "," + std::to_string(i) + "]");
+  }
   EXPECT_EQ(json(bq::NumberText{"123456789012345678901234567890"}), "123456789012345678901234567890");
 }
 
