@@ -100,22 +100,6 @@ inline std::size_t utf8_sequence(const unsigned char* p, std::size_t left) noexc
   return 0;
 }
 
-// The number of decimal digits of x (x > 0).
-inline std::size_t decimal_digits(std::uint64_t x) noexcept {
-  static constexpr std::array<std::uint64_t, 20> kPowers = [] {
-    std::array<std::uint64_t, 20> t{};
-    std::uint64_t v = 1;
-    for (auto& p : t) {
-      p = v;
-      v *= 10;
-    }
-    return t;
-  }();
-  // log10(2^bits) from 1233 / 4096, then one comparison to settle it.
-  const auto guess = static_cast<std::size_t>((std::bit_width(x) * 1233) >> 12);
-  return guess + (x >= kPowers[guess] ? 1 : 0);
-}
-
 // The 8 decimal digits of v < 10^8, zero-padded, one per byte (0-9, not yet
 // ASCII), the first digit in the lowest byte. The number is split in lanes
 // (two of 4 digits in 32-bit halves, then four of 2 in 16-bit quarters, then
@@ -144,6 +128,37 @@ inline void store_le(char* p, std::uint64_t v) noexcept {
   } else {
     for (std::size_t i = 0; i < sizeof v; ++i) p[i] = static_cast<char>(v >> (8 * i));
   }
+}
+
+// Writes the n digits (1 <= n <= 16) of f < 10^n, zero-padded: a word (or
+// two) of digits shifted so that they end where the field does, stored
+// whole, the caller's end pointer cutting what lies past it (up to 8 bytes
+// past the field are written). No byte is copied from memory just written,
+// which would stall on store-to-load forwarding.
+inline void write_padded_digits(char* p, std::uint64_t f, std::size_t n) noexcept {
+  if (n <= 8) {
+    store_le(p, (eight_digits(f) | kAsciiZeros) >> (8 * (8 - n)));
+    return;
+  }
+  const std::uint64_t high = f / 100000000U;
+  const std::uint64_t low_digits = eight_digits(f - high * 100000000U) | kAsciiZeros;
+  store_le(p, (eight_digits(high) | kAsciiZeros) >> (8 * (16 - n)));
+  store_le(p + n - 8, low_digits);
+}
+
+// Writes the integer part of a double's fixed form, v < 2^53: one or two
+// digits (most prices and weights) without a call.
+inline char* write_integer_part(char* p, std::uint64_t v) noexcept {
+  if (v < 10) {
+    *p = static_cast<char>('0' + v);
+    return p + 1;
+  }
+  if (v < 100) {
+    p[0] = static_cast<char>('0' + v / 10);
+    p[1] = static_cast<char>('0' + v % 10);
+    return p + 2;
+  }
+  return std::to_chars(p, p + 20, v).ptr;
 }
 
 // Powers of ten a double holds exactly.
@@ -234,29 +249,34 @@ bool write_short_decimal(char*& out, double value) noexcept {
     rounded /= 10U;
     k -= 1;
   }
-  // The digits are written in place by to_chars: copying them from a buffer
-  // on the stack in wide moves would stall on the narrow stores to_chars
-  // made (no store-to-load forwarding), and byte moves are kept to the
-  // integer part, usually one to four digits.
+  // The integer part is |x|'s own: no whole number lies between x and a
+  // decimal that reads back as x (whole numbers up to 2^53 are doubles, and
+  // one would be nearer), so both have the same. The fraction is what is
+  // left of rounded, k digits zero-padded: no digit count, no digits moved.
+  static constexpr std::array<std::uint64_t, 18> kPowers = [] {
+    std::array<std::uint64_t, 18> t{};
+    std::uint64_t v = 1;
+    for (auto& p : t) {
+      p = v;
+      v *= 10;
+    }
+    return t;
+  }();
+  const auto integer = static_cast<std::uint64_t>(magnitude);
   char* p = out;
   if (value < 0) *p++ = '-';
+  p = write_integer_part(p, integer);
+  *p++ = '.';
   if (k == 0) {
-    p = std::to_chars(p, p + 20, rounded).ptr;
-    *p++ = '.';
     *p++ = '0';
-  } else if (const std::size_t n = decimal_digits(rounded); n > k) {
-    // Written one byte to the right, then the integer part moved back over
-    // the gap and the point put after it.
-    std::to_chars(p + 1, p + 21, rounded);
-    for (std::size_t i = 0; i < n - k; ++i) p[i] = p[i + 1];
-    p[n - k] = '.';
-    p += n + 1;
   } else {
-    *p++ = '0';
-    *p++ = '.';
-    std::memset(p, '0', 16);  // k - n <= 16 zeros
-    p += k - n;
-    p = std::to_chars(p, p + 20, rounded).ptr;
+    const std::uint64_t fraction = rounded - integer * kPowers[k];
+    if (k > 16) {
+      *p++ = '0';  // fraction < 2^50 < 10^16: its 17th digit from the right is 0
+      --k;
+    }
+    write_padded_digits(p, fraction, k);
+    p += k;
   }
   out = p;
   return true;
@@ -296,26 +316,16 @@ bool write_binary_fraction(char*& out, double value) noexcept {
   }();
   char* p = out;
   if (value < 0) *p++ = '-';
-  p = std::to_chars(p, p + 20, q >> static_cast<unsigned>(s)).ptr;
+  p = write_integer_part(p, q >> static_cast<unsigned>(s));
   *p++ = '.';
   if (s == 0) {
     *p++ = '0';
     out = p;
     return true;
   }
-  // The s fraction digits of (q mod 2^s) * 5^s < 10^s, zero-padded: a
-  // word (or two) of digits shifted so that they end where the fraction
-  // does, stored whole, the end pointer cutting what lies past it.
+  // The s fraction digits of (q mod 2^s) * 5^s < 10^s, zero-padded.
   const auto n = static_cast<unsigned>(s);
-  const std::uint64_t fraction = (q & ((std::uint64_t{1} << n) - 1)) * kPowersOfFive[n];
-  if (n <= 8) {
-    store_le(p, (eight_digits(fraction) | kAsciiZeros) >> (8 * (8 - n)));
-  } else {
-    const std::uint64_t high = fraction / 100000000U;
-    const std::uint64_t low_digits = eight_digits(fraction - high * 100000000U) | kAsciiZeros;
-    store_le(p, (eight_digits(high) | kAsciiZeros) >> (8 * (16 - n)));
-    store_le(p + n - 8, low_digits);
-  }
+  write_padded_digits(p, (q & ((std::uint64_t{1} << n) - 1)) * kPowersOfFive[n], n);
   out = p + n;
   return true;
 }
