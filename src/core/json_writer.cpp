@@ -585,18 +585,49 @@ WriteStatus JsonOut::quoted_slow(std::string_view text, char lead, char trail) {
 // call each; containers and rare kinds go through value(). Both dispatch with
 // a switch on the alternative's index, one jump table per value, and the
 // get_if after it is known to succeed.
-inline WriteStatus JsonOut::element(const Value& value) {
+inline char* JsonOut::element_at(char* p, const Value& value, char lead) {
   const auto& v = value.v_;
   switch (static_cast<Value::Kind>(v.index())) {
-    case Value::Kind::string: return quoted(*std::get_if<std::string>(&v), 0, 0);
-    case Value::Kind::int64: integer(*std::get_if<std::int64_t>(&v)); return WriteStatus::ok;
-    case Value::Kind::floating: return number(*std::get_if<double>(&v));
-    case Value::Kind::boolean:
-      literal(*std::get_if<bool>(&v) ? std::string_view("true") : std::string_view("false"));
-      return WriteStatus::ok;
-    case Value::Kind::null: literal("null"); return WriteStatus::ok;
-    default: return this->value(value);
+    case Value::Kind::string: return quoted_at(p, *std::get_if<std::string>(&v), lead, 0);
+    case Value::Kind::int64: {
+      const std::int64_t i = *std::get_if<std::int64_t>(&v);
+      const auto bits = static_cast<std::uint64_t>(i);
+      const std::uint64_t magnitude = i < 0 ? 0 - bits : bits;
+      if (magnitude < 100) {
+        p = room_at(p, 4);
+        *p = lead;
+        p += lead != 0 ? 1 : 0;
+        *p = '-';
+        p += i < 0 ? 1 : 0;
+        if (magnitude >= 10) *p++ = static_cast<char>('0' + magnitude / 10);
+        *p = static_cast<char>('0' + magnitude % 10);
+        return p + 1;
+      }
+      break;
+    }
+    case Value::Kind::boolean: {
+      // "true" or "fals" and an 'e' that a true overwrites or leaves past the end.
+      const bool b = *std::get_if<bool>(&v);
+      p = room_at(p, 6);
+      *p = lead;
+      p += lead != 0 ? 1 : 0;
+      std::memcpy(p, b ? "true" : "fals", 4);
+      p[4] = 'e';
+      return p + (b ? 4 : 5);
+    }
+    case Value::Kind::null:
+      p = room_at(p, 5);
+      *p = lead;
+      p += lead != 0 ? 1 : 0;
+      std::memcpy(p, "null", 4);
+      return p + 4;
+    default: break;
   }
+  // Doubles, longer integers, containers and the rare kinds: out of line.
+  p = room_at(p, 1);
+  *p = lead;
+  cur_ = p + (lead != 0 ? 1 : 0);
+  return out_of_line(this->value(value));
 }
 
 WriteStatus JsonOut::value(const Value& value) {
@@ -612,25 +643,33 @@ WriteStatus JsonOut::value(const Value& value) {
     case Value::Kind::floating: return number(*std::get_if<double>(&v));
     case Value::Kind::string: return quoted(*std::get_if<std::string>(&v), 0, 0);
     case Value::Kind::array: {
-      put('[');
-      bool first = true;
+      char* p = room_at(cur_, 1);
+      *p++ = '[';
+      char lead = 0;  // the first item has no ',' before it
       for (const Value& item : *std::get_if<Array>(&v)) {
-        if (!first) put(',');
-        first = false;
-        if (auto st = element(item); st != WriteStatus::ok) return st;
+        p = element_at(p, item, lead);
+        if (p == nullptr) return failure_;
+        lead = ',';
       }
-      put(']');
+      p = room_at(p, 1);
+      *p = ']';
+      cur_ = p + 1;
       break;
     }
     case Value::Kind::object: {
-      put('{');
+      char* p = room_at(cur_, 1);
+      *p++ = '{';
       char lead = 0;  // the first member has no ',' before it
       for (const auto& [key, item] : *std::get_if<Object>(&v)) {
-        if (auto st = quoted(key, lead, ':'); st != WriteStatus::ok) return st;
+        p = quoted_at(p, key, lead, ':');
+        if (p == nullptr) return failure_;
+        p = element_at(p, item, 0);
+        if (p == nullptr) return failure_;
         lead = ',';
-        if (auto st = element(item); st != WriteStatus::ok) return st;
       }
-      put('}');
+      p = room_at(p, 1);
+      *p = '}';
+      cur_ = p + 1;
       break;
     }
   }
