@@ -202,8 +202,9 @@ bool reads_back(std::uint64_t n, std::size_t k, double x) noexcept {
 }
 
 // The shortest digits of most doubles in payloads (prices, weights, ratios:
-// a short decimal) without the general algorithm. x is scaled once, by the
-// largest 10^K (K <= 17) that keeps |x| * 10^K below 2^50: there the
+// a short decimal) without the general algorithm. x is scaled by a 10^K
+// (K <= 17) that keeps |x| * 10^K below 2^50, K = 4 first, then the
+// largest such K when no decimal of 4 fraction digits fits: there the
 // neighbours of x are closer together than 10^-K, so at most one decimal
 // with K fraction digits reads back as x, and the rounding of the
 // multiplication (within 3/16 of the exact product) cannot hide it from
@@ -218,19 +219,30 @@ bool write_short_decimal(char*& out, double value) noexcept {
   const double magnitude = std::fabs(value);
   if (!(magnitude >= 1e-4)) return false;  // also NaN
   constexpr double kExactLimit = 0x1p50;
-  // |x| < 2^(e + 1), so K = floor((49 - e) * log10(2)) keeps the product
-  // below 2^50; 78913 / 2^18 is log10(2) rounded down.
-  const int e = static_cast<int>((std::bit_cast<std::uint64_t>(magnitude) >> 52U) & 0x7FFU) - 1023;
-  if (e >= 50) return false;
-  std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(((49 - e) * 78913) >> 18), 17);
-  // The estimate can be one short of the largest K that fits.
-  if (k < 17 && magnitude * kPowersOfTen[k + 1] < kExactLimit) ++k;
-  const double scaled = magnitude * kPowersOfTen[k];
-  if (scaled >= kExactLimit) return false;
-  // Adding a half is exact below 2^50 (the spacing of doubles there is at
-  // most 1/8), so this is round-half-up without a call into libm.
-  auto rounded = static_cast<std::uint64_t>(scaled + 0.5);
-  if (!reads_back(rounded, k, magnitude)) return false;
+  // Most decimals of a payload (prices, rates, measures) have a few
+  // fraction digits: K = 4 is tried first, which leaves fewer zeros to cut
+  // and a fraction of one word of digits. It finds the decimal whenever one
+  // with at most 4 fraction digits reads back as x (the argument above holds
+  // for any K that keeps the product below 2^50: 1e11 * 1e4 < 2^50).
+  constexpr std::size_t kFewDigits = 4;
+  std::size_t k = kFewDigits;
+  std::uint64_t rounded = 0;
+  if (magnitude < 1e11) rounded = static_cast<std::uint64_t>(magnitude * kPowersOfTen[kFewDigits] + 0.5);
+  if (rounded == 0 || !reads_back(rounded, k, magnitude)) {
+    // |x| < 2^(e + 1), so K = floor((49 - e) * log10(2)) keeps the product
+    // below 2^50; 78913 / 2^18 is log10(2) rounded down.
+    const int e = static_cast<int>((std::bit_cast<std::uint64_t>(magnitude) >> 52U) & 0x7FFU) - 1023;
+    if (e >= 50) return false;
+    k = std::min<std::size_t>(static_cast<std::size_t>(((49 - e) * 78913) >> 18), 17);
+    // The estimate can be one short of the largest K that fits.
+    if (k < 17 && magnitude * kPowersOfTen[k + 1] < kExactLimit) ++k;
+    const double scaled = magnitude * kPowersOfTen[k];
+    if (scaled >= kExactLimit) return false;
+    // Adding a half is exact below 2^50 (the spacing of doubles there is at
+    // most 1/8), so this is round-half-up without a call into libm.
+    rounded = static_cast<std::uint64_t>(scaled + 0.5);
+    if (!reads_back(rounded, k, magnitude)) return false;
+  }
   // Cut the trailing zeros, at most k of them: fewer than 16 (rounded is
   // below 2^50 < 10^16 and not 0), so steps of 8, 4, 2 and 1 find them.
   if (k >= 8 && rounded % 100000000U == 0) {
