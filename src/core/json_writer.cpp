@@ -639,6 +639,7 @@ inline char* JsonOut::element_at(char* p, const Value& value, char lead) {
   p = room_at(p, 1);
   *p = lead;
   cur_ = p + (lead != 0 ? 1 : 0);
+  if (const double* d = std::get_if<double>(&v)) return out_of_line(number(*d));
   return out_of_line(this->value(value));
 }
 
