@@ -100,6 +100,28 @@ inline std::size_t utf8_sequence(const unsigned char* p, std::size_t left) noexc
   return 0;
 }
 
+#if defined(__SSE2__)
+// Checks the UTF-8 sequences that start at the non-ASCII bytes flagged in
+// high (bit i for byte i of the block_size bytes at p; left bytes remain in
+// the string), skipping each sequence's continuation bytes: a block of
+// accented text in one loop, without a pass of the block loop per
+// character. Returns the number of bytes done (the block, or more when its
+// last sequence runs past it), 0 when a sequence is not well-formed.
+inline std::size_t check_sequences(const char* p, std::size_t block_size, std::size_t left,
+                                   std::uint32_t high) noexcept {
+  auto i = static_cast<std::size_t>(std::countr_zero(high));
+  for (;;) {
+    const std::size_t n = utf8_sequence(reinterpret_cast<const unsigned char*>(p + i), left - i);
+    if (n == 0) return 0;
+    i += n;
+    if (i >= block_size) return i;
+    high &= ~0U << i;
+    if (high == 0) return block_size;
+    i = static_cast<std::size_t>(std::countr_zero(high));
+  }
+}
+#endif
+
 // The 8 decimal digits of v < 10^8, zero-padded, one per byte (0-9, not yet
 // ASCII), the first digit in the lowest byte. The number is split in lanes
 // (two of 4 digits in 32-bit halves, then four of 2 in 16-bit quarters, then
@@ -482,10 +504,37 @@ WriteStatus JsonOut::quoted_slow(std::string_view text, char lead, char trail) {
       // extra bytes land in the slack room() keeps after the string.
       const __m128i block = load_block_in_page(src);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), block);
-      const std::uint32_t mask = attention_mask(block) & ((1U << left) - 1U);
+      const std::uint32_t in_string = (1U << left) - 1U;
+      const std::uint32_t mask = attention_mask(block) & in_string;
       if (mask == 0) {
         dst += left;
         break;
+      }
+      // Only non-ASCII text (accented words), no escape: kept as copied
+      // once its sequences are checked.
+      if (const auto high = static_cast<std::uint32_t>(_mm_movemask_epi8(block)) & in_string; mask == high) {
+        if (check_sequences(src, left, left, high) == 0) return WriteStatus::invalid_utf8;
+        dst += left;
+        break;
+      }
+      plain = static_cast<std::size_t>(std::countr_zero(mask));
+    } else if (left >= kBlock) {
+      const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), block);
+      const std::uint32_t mask = attention_mask(block);
+      if (mask == 0) {
+        src += kBlock;
+        dst += kBlock;
+        continue;
+      }
+      if (const auto high = static_cast<std::uint32_t>(_mm_movemask_epi8(block)); mask == high) {
+        const std::size_t done = check_sequences(src, kBlock, left, high);
+        if (done == 0) return WriteStatus::invalid_utf8;
+        // A sequence that runs past the block: its last bytes.
+        for (std::size_t i = kBlock; i < done; ++i) dst[i] = src[i];
+        src += done;
+        dst += done;
+        continue;
       }
       plain = static_cast<std::size_t>(std::countr_zero(mask));
     } else
