@@ -397,10 +397,12 @@ void write_general_double(char*& out, double value) noexcept {
     // Fixed notation: to_chars' shortest fixed form has the same digits
     // (below 1e16 no double needs an integer digit its shortest scientific
     // form drops: the gap between doubles there is at most 2), written in
-    // place without a pass over a scientific form; an integral value (from
-    // 2^53 on) gets its ".0".
+    // place without a pass over a scientific form. The integral values that
+    // come here are those from 2^53 on (write_binary_fraction() takes the
+    // others), and every double from 2^52 on is integral: they get their
+    // ".0"; every other one has a point already.
     char* end = std::to_chars(out, out + 32, value, std::chars_format::fixed).ptr;
-    if (std::memchr(out, '.', static_cast<std::size_t>(end - out)) == nullptr) {
+    if (magnitude >= 0x1p52) {
       end[0] = '.';
       end[1] = '0';
       end += 2;
