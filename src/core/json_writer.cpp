@@ -687,9 +687,10 @@ inline char* JsonOut::element_at(char* p, const Value& value, char lead) {
         p += lead != 0 ? 1 : 0;
         *p = '-';
         p += i < 0 ? 1 : 0;
-        if (magnitude >= 10) *p++ = static_cast<char>('0' + magnitude / 10);
-        *p = static_cast<char>('0' + magnitude % 10);
-        return p + 1;
+        // Both digits from the table, the first dropped below 10.
+        const auto pair = static_cast<std::uint16_t>(kDigitPairs[magnitude] >> (magnitude < 10 ? 8U : 0U));
+        std::memcpy(p, &pair, sizeof pair);
+        return p + (magnitude < 10 ? 1 : 2);
       }
       break;
     }
