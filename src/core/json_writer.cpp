@@ -196,14 +196,12 @@ inline void write_padded_digits(char* p, std::uint64_t f, std::size_t n) noexcep
 // Writes the integer part of a double's fixed form, v < 2^53: one or two
 // digits (most prices and weights) without a call.
 inline char* write_integer_part(char* p, std::uint64_t v) noexcept {
-  if (v < 10) {
-    *p = static_cast<char>('0' + v);
-    return p + 1;
-  }
   if (v < 100) {
-    p[0] = static_cast<char>('0' + v / 10);
-    p[1] = static_cast<char>('0' + v % 10);
-    return p + 2;
+    // Both digits from the table, the first dropped below 10: no branch on
+    // the length.
+    const auto pair = static_cast<std::uint16_t>(kDigitPairs[v] >> (v < 10 ? 8U : 0U));
+    std::memcpy(p, &pair, sizeof pair);
+    return p + (v < 10 ? 1 : 2);
   }
   return std::to_chars(p, p + 20, v).ptr;
 }
