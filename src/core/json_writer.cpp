@@ -273,7 +273,26 @@ bool write_short_decimal(char*& out, double value) noexcept {
   std::size_t k = kFewDigits;
   std::uint64_t rounded = 0;
   if (magnitude < 1e11) rounded = static_cast<std::uint64_t>(magnitude * kPowersOfTen[kFewDigits] + 0.5);
-  if (rounded == 0 || !reads_back(rounded, k, magnitude)) {
+  if (rounded != 0 && reads_back(rounded, k, magnitude)) {
+    // The 4 fraction digits written whole, their trailing zeros then cut by
+    // the end pointer, counted on the digits: no branch on their number.
+    // The integer part: see below.
+    const auto integer = static_cast<std::uint64_t>(magnitude);
+    char* p = out;
+    if (value < 0) *p++ = '-';
+    p = write_integer_part(p, integer);
+    *p++ = '.';
+    const auto fraction = static_cast<std::uint32_t>(rounded - integer * 10000);
+    const auto high = fraction / 100;
+    const std::uint32_t four = kDigitPairs[high] | (std::uint32_t{kDigitPairs[fraction - high * 100]} << 16U);
+    store_le32(p, four);
+    // The '0' digits are the zero bytes of four ^ "0000"; an integral value
+    // keeps one.
+    const std::uint32_t zeros = four ^ 0x30303030U;
+    out = p + 4 - (zeros == 0 ? 3 : static_cast<std::size_t>(std::countl_zero(zeros)) / 8);
+    return true;
+  }
+  {
     // |x| < 2^(e + 1), so K = floor((49 - e) * log10(2)) keeps the product
     // below 2^50; 78913 / 2^18 is log10(2) rounded down.
     const int e = static_cast<int>((std::bit_cast<std::uint64_t>(magnitude) >> 52U) & 0x7FFU) - 1023;
