@@ -159,6 +159,9 @@ class JsonOut {
   }
   // A value inside a container, after the byte lead when it is not 0.
   char* element_at(char* p, const Value& value, char lead);
+  // A whole array or object from p (the recursion of nested containers).
+  char* array_at(char* p, const Array& array);
+  char* object_at(char* p, const Object& object);
   // A string token between lead and trail (each skipped when 0), as quoted().
   char* quoted_at(char* p, std::string_view text, char lead, char trail) {
 #if defined(__SSE2__)
@@ -186,6 +189,13 @@ class JsonOut {
     if (status == WriteStatus::ok) return cur_;
     failure_ = status;
     return nullptr;
+  }
+  // After a container written from a position: cur_ moved to its end, or
+  // the failure's reason.
+  WriteStatus out_of_line(char* end) {
+    if (end == nullptr) return failure_;
+    cur_ = end;
+    return WriteStatus::ok;
   }
 
   std::string& buffer_;

@@ -729,12 +729,45 @@ inline char* JsonOut::element_at(char* p, const Value& value, char lead) {
       return p + 4;
     default: break;
   }
-  // Doubles, longer integers, containers and the rare kinds: out of line.
+  // Containers, doubles, longer integers and the rare kinds: out of line.
   p = room_at(p, 1);
   *p = lead;
-  cur_ = p + (lead != 0 ? 1 : 0);
+  p += lead != 0 ? 1 : 0;
+  if (const Object* o = std::get_if<Object>(&v)) return object_at(p, *o);
+  if (const Array* a = std::get_if<Array>(&v)) return array_at(p, *a);
+  cur_ = p;
   if (const double* d = std::get_if<double>(&v)) return out_of_line(number(*d));
   return out_of_line(this->value(value));
+}
+
+char* JsonOut::array_at(char* p, const Array& array) {
+  p = room_at(p, 1);
+  *p++ = '[';
+  char lead = 0;  // the first item has no ',' before it
+  for (const Value& item : array) {
+    p = element_at(p, item, lead);
+    if (p == nullptr) return nullptr;
+    lead = ',';
+  }
+  p = room_at(p, 1);
+  *p = ']';
+  return p + 1;
+}
+
+char* JsonOut::object_at(char* p, const Object& object) {
+  p = room_at(p, 1);
+  *p++ = '{';
+  char lead = 0;  // the first member has no ',' before it
+  for (const auto& [key, item] : object) {
+    p = quoted_at(p, key, lead, ':');
+    if (p == nullptr) return nullptr;
+    p = element_at(p, item, 0);
+    if (p == nullptr) return nullptr;
+    lead = ',';
+  }
+  p = room_at(p, 1);
+  *p = '}';
+  return p + 1;
 }
 
 WriteStatus JsonOut::value(const Value& value) {
@@ -749,36 +782,8 @@ WriteStatus JsonOut::value(const Value& value) {
     case Value::Kind::number_text: literal(std::get_if<NumberText>(&v)->text); break;
     case Value::Kind::floating: return number(*std::get_if<double>(&v));
     case Value::Kind::string: return quoted(*std::get_if<std::string>(&v), 0, 0);
-    case Value::Kind::array: {
-      char* p = room_at(cur_, 1);
-      *p++ = '[';
-      char lead = 0;  // the first item has no ',' before it
-      for (const Value& item : *std::get_if<Array>(&v)) {
-        p = element_at(p, item, lead);
-        if (p == nullptr) return failure_;
-        lead = ',';
-      }
-      p = room_at(p, 1);
-      *p = ']';
-      cur_ = p + 1;
-      break;
-    }
-    case Value::Kind::object: {
-      char* p = room_at(cur_, 1);
-      *p++ = '{';
-      char lead = 0;  // the first member has no ',' before it
-      for (const auto& [key, item] : *std::get_if<Object>(&v)) {
-        p = quoted_at(p, key, lead, ':');
-        if (p == nullptr) return failure_;
-        p = element_at(p, item, 0);
-        if (p == nullptr) return failure_;
-        lead = ',';
-      }
-      p = room_at(p, 1);
-      *p = '}';
-      cur_ = p + 1;
-      break;
-    }
+    case Value::Kind::array: return out_of_line(array_at(cur_, *std::get_if<Array>(&v)));
+    case Value::Kind::object: return out_of_line(object_at(cur_, *std::get_if<Object>(&v)));
   }
   return WriteStatus::ok;
 }
