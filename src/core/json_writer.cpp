@@ -120,6 +120,22 @@ inline std::size_t check_sequences(const char* p, std::size_t block_size, std::s
     i = static_cast<std::size_t>(std::countr_zero(high));
   }
 }
+
+// Whether the non-ASCII bytes of a block (high, the bytes in_string) are all
+// two-byte sequences that end inside it: a lead C2-DF (no overlong form)
+// each followed by a continuation 80-BF and nothing else. Accented Latin,
+// Greek and Cyrillic text is checked so with a few mask operations, without
+// a branch per character; anything else goes to check_sequences(), which
+// also takes a sequence that runs past the block.
+inline bool two_byte_sequences(__m128i block, std::uint32_t high, std::uint32_t in_string) noexcept {
+  // Signed bytes: 0x80-0xBF are -128..-65, 0xC2-0xDF are -62..-33.
+  const __m128i leads = _mm_and_si128(_mm_cmpgt_epi8(block, _mm_set1_epi8(static_cast<char>(0xC1))),
+                                      _mm_cmplt_epi8(block, _mm_set1_epi8(static_cast<char>(0xE0))));
+  const __m128i continuations = _mm_cmplt_epi8(block, _mm_set1_epi8(static_cast<char>(0xC0)));
+  const auto lead = static_cast<std::uint32_t>(_mm_movemask_epi8(leads)) & in_string;
+  const auto continuation = static_cast<std::uint32_t>(_mm_movemask_epi8(continuations)) & in_string;
+  return (lead | continuation) == high && (lead << 1U) == continuation;
+}
 #endif
 
 // The 8 decimal digits of v < 10^8, zero-padded, one per byte (0-9, not yet
@@ -557,7 +573,9 @@ WriteStatus JsonOut::quoted_slow(std::string_view text, char lead, char trail) {
       // Only non-ASCII text (accented words), no escape: kept as copied
       // once its sequences are checked.
       if (const auto high = static_cast<std::uint32_t>(_mm_movemask_epi8(block)) & in_string; mask == high) {
-        if (check_sequences(src, left, left, high) == 0) return WriteStatus::invalid_utf8;
+        if (!two_byte_sequences(block, high, in_string) && check_sequences(src, left, left, high) == 0) {
+          return WriteStatus::invalid_utf8;
+        }
         dst += left;
         break;
       }
@@ -572,7 +590,8 @@ WriteStatus JsonOut::quoted_slow(std::string_view text, char lead, char trail) {
         continue;
       }
       if (const auto high = static_cast<std::uint32_t>(_mm_movemask_epi8(block)); mask == high) {
-        const std::size_t done = check_sequences(src, kBlock, left, high);
+        const std::size_t done =
+            two_byte_sequences(block, high, 0xFFFFU) ? kBlock : check_sequences(src, kBlock, left, high);
         if (done == 0) return WriteStatus::invalid_utf8;
         // A sequence that runs past the block: its last bytes.
         for (std::size_t i = kBlock; i < done; ++i) dst[i] = src[i];
