@@ -728,7 +728,11 @@ inline char* JsonOut::element_at(char* p, const Value& value, char lead) {
         std::memcpy(p, &pair, sizeof pair);
         return p + (magnitude < 10 ? 1 : 2);
       }
-      break;
+      p = room_at(p, 1);
+      *p = lead;
+      cur_ = p + (lead != 0 ? 1 : 0);
+      integer_slow(i);
+      return cur_;
     }
     case Value::Kind::boolean: {
       // "true" or "fals" and an 'e' that a true overwrites or leaves past the end.
@@ -748,7 +752,7 @@ inline char* JsonOut::element_at(char* p, const Value& value, char lead) {
       return p + 4;
     default: break;
   }
-  // Containers, doubles, longer integers and the rare kinds: out of line.
+  // Containers, doubles and the rare kinds: out of line.
   p = room_at(p, 1);
   *p = lead;
   p += lead != 0 ? 1 : 0;
