@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <variant>
 
@@ -289,7 +290,14 @@ bool write_short_decimal(char*& out, double value) noexcept {
   std::size_t k = kFewDigits;
   std::uint64_t rounded = 0;
   if (magnitude < 1e11) rounded = static_cast<std::uint64_t>(magnitude * kPowersOfTen[kFewDigits] + 0.5);
-  if (rounded != 0 && reads_back(rounded, k, magnitude)) {
+  // Here whether N / 10^4 reads back as x is asked of the division itself:
+  // N (below 2^50) and 10^4 are doubles, and an IEEE division returns the
+  // double nearest the exact quotient, ties to even, which is what reads
+  // back means. (With wider intermediates, as on x87, an equal quotient
+  // still names x; a false "no" only sends x to the path below.) It
+  // measured cheaper than reads_back() on this path.
+  static_assert(std::numeric_limits<double>::is_iec559);
+  if (rounded != 0 && static_cast<double>(rounded) / kPowersOfTen[kFewDigits] == magnitude) {
     // The 4 fraction digits written whole, their trailing zeros then cut by
     // the end pointer, counted on the digits: no branch on their number.
     // The integer part: see below.
