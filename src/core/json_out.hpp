@@ -88,7 +88,19 @@ class JsonOut {
     *p = c;
     cur_ = p + 1;
   }
-  void integer(std::int64_t value);
+  // An integer; one or two digits (counts, quantities, small indexes: most
+  // integers of a payload) are written here, without a call.
+  void integer(std::int64_t value) {
+    const auto bits = static_cast<std::uint64_t>(value);
+    const std::uint64_t magnitude = value < 0 ? 0 - bits : bits;
+    if (magnitude >= 100) return integer_slow(value);
+    char* p = room(3);
+    *p = '-';
+    p += value < 0 ? 1 : 0;
+    if (magnitude >= 10) *p++ = static_cast<char>('0' + magnitude / 10);
+    *p = static_cast<char>('0' + magnitude % 10);
+    cur_ = p + 1;
+  }
   void integer(std::uint64_t value);
 
   WriteStatus string(std::string_view text) { return quoted(text, 0, 0); }
@@ -128,11 +140,68 @@ class JsonOut {
     return quoted_slow(text, lead, trail);
   }
   WriteStatus quoted_slow(std::string_view text, char lead, char trail);
-  WriteStatus element(const Value& value);
+  void integer_slow(std::int64_t value);
+
+  // The members of an array or object are written through a position the
+  // loop keeps in a register, passed to and returned by these: a store
+  // through a char pointer may alias any object, so cur_ would be stored and
+  // loaded again around every byte written, and each token would wait for
+  // the previous one's store of it. cur_ is synchronised only around the
+  // out-of-line paths. They return nullptr after a failure, its reason in
+  // failure_.
+  char* room_at(char* p, std::size_t n) {
+    if (static_cast<std::size_t>(limit_ - p) < n) {
+      cur_ = p;
+      grow(n);
+      p = cur_;
+    }
+    return p;
+  }
+  // A value inside a container, after the byte lead when it is not 0.
+  char* element_at(char* p, const Value& value, char lead);
+  // A whole array or object from p (the recursion of nested containers).
+  char* array_at(char* p, const Array& array);
+  char* object_at(char* p, const Object& object);
+  // A string token between lead and trail (each skipped when 0), as quoted().
+  char* quoted_at(char* p, std::string_view text, char lead, char trail) {
+#if defined(__SSE2__)
+    const std::size_t n = text.size();
+    if (n < kBlock && within_page(text.data())) {
+      const __m128i block = load_block_in_page(text.data());
+      if ((attention_mask(block) & ((1U << n) - 1U)) == 0) {
+        p = room_at(p, n + kStringSlack + 2);
+        *p = lead;
+        p += lead != 0 ? 1 : 0;
+        *p++ = '"';
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p), block);
+        p += n;
+        *p++ = '"';
+        *p = trail;
+        return p + (trail != 0 ? 1 : 0);
+      }
+    }
+#endif
+    cur_ = p;
+    return out_of_line(quoted_slow(text, lead, trail));
+  }
+  // After an out-of-line write that moved cur_: the position, or nullptr.
+  char* out_of_line(WriteStatus status) {
+    if (status == WriteStatus::ok) return cur_;
+    failure_ = status;
+    return nullptr;
+  }
+  // After a container written from a position: cur_ moved to its end, or
+  // the failure's reason.
+  WriteStatus out_of_line(char* end) {
+    if (end == nullptr) return failure_;
+    cur_ = end;
+    return WriteStatus::ok;
+  }
 
   std::string& buffer_;
   char* cur_;    // the next byte to write
   char* limit_;  // the end of the buffer
+  WriteStatus failure_ = WriteStatus::ok;
 };
 
 }  // namespace babelqueue::detail

@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <random>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -150,6 +153,11 @@ TEST(JsonWriter, IntegersAreExact) {
   EXPECT_EQ(json(std::numeric_limits<std::int64_t>::max()), "9223372036854775807");
   EXPECT_EQ(json(std::numeric_limits<std::uint64_t>::max()), "18446744073709551615");
   EXPECT_EQ(json(1749132727000LL), "1749132727000");
+  // Around the one- and two-digit short path, as values and inside containers.
+  for (std::int64_t i : {0, 1, 9, 10, 42, 99, 100, 101, 999, -1, -9, -10, -99, -100, -101}) {
+    EXPECT_EQ(json(i), std::to_string(i));
+    EXPECT_EQ(json(bq::Value::array({i, i})), "[" + std::to_string(i) + "," + std::to_string(i) + "]");
+  }
   EXPECT_EQ(json(bq::NumberText{"123456789012345678901234567890"}), "123456789012345678901234567890");
 }
 
@@ -176,6 +184,70 @@ TEST(JsonWriter, DoublesUsePythonReprLayout) {
   EXPECT_EQ(dbl(std::numeric_limits<double>::max()), "1.7976931348623157e+308");
   EXPECT_EQ(dbl(std::numeric_limits<double>::denorm_min()), "5e-324");
   EXPECT_EQ(dbl(-1e-5), "-1e-05");
+}
+
+// Python's repr() of a double, straight from std::to_chars' shortest
+// scientific digits: fixed notation for 1e-4 <= |x| < 1e16 (integral values
+// keep ".0"), otherwise d[.ddd]e±XX with at least two exponent digits.
+std::string reference_double(double d) {
+  char sci[40];
+  const auto end = std::to_chars(sci, sci + sizeof sci, d, std::chars_format::scientific).ptr;
+  const std::string_view text(sci, static_cast<std::size_t>(end - sci));
+  const std::size_t e = text.find('e');
+  std::string sign;
+  std::string digits;
+  for (char c : text.substr(0, e)) {
+    if (c == '-') sign = "-";
+    if (c >= '0' && c <= '9') digits += c;
+  }
+  const int exponent = std::stoi(std::string(text.substr(e + 1)));
+  if (exponent >= -4 && exponent < 16) {
+    if (exponent < 0) return sign + "0." + std::string(static_cast<std::size_t>(-exponent - 1), '0') + digits;
+    const auto integer = static_cast<std::size_t>(exponent) + 1;
+    if (digits.size() <= integer) return sign + digits + std::string(integer - digits.size(), '0') + ".0";
+    return sign + digits.substr(0, integer) + "." + digits.substr(integer);
+  }
+  std::string out = sign + digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  const int magnitude = exponent < 0 ? -exponent : exponent;
+  return out + (exponent < 0 ? "e-" : "e+") + (magnitude < 10 ? "0" : "") + std::to_string(magnitude);
+}
+
+TEST(JsonWriter, DoublesAgreeWithTheShortestDigitsOfToChars) {
+  // Short decimals (prices, weights: what the writer's short path takes),
+  // their neighbours (which need 16 or 17 digits), integral values, binary
+  // fractions (another short path), and doubles of random bits over the
+  // whole range.
+  std::mt19937_64 rng(20261204);
+  constexpr double kScale[] = {1,   1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
+                               1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
+  std::size_t checked = 0;
+  for (int round = 0; round < 200000; ++round) {
+    const std::uint64_t r = rng();
+    double d = 0;
+    switch (round % 5) {
+      case 0:  // n / 10^k: up to 17 digits with up to 17 fraction digits
+        d = static_cast<double>(r % (std::uint64_t{1} << (r % 54))) / kScale[(r >> 56U) % 18];
+        break;
+      case 1:  // the double next to a short decimal
+        d = std::nextafter(static_cast<double>(r % 100000) / kScale[(r >> 56U) % 8], (r >> 63U) != 0 ? 1e300 : 0.0);
+        break;
+      case 2:  // an integral value up to 2^60
+        d = static_cast<double>(r >> (4 + (r % 60)));
+        break;
+      case 3:  // a binary fraction n / 2^j: halves, quarters, ... up to 2^-40
+        d = std::ldexp(static_cast<double>(r % (std::uint64_t{1} << (r % 54))), -static_cast<int>((r >> 56U) % 41));
+        break;
+      default:  // any finite double
+        d = std::bit_cast<double>(r);
+        if (!std::isfinite(d)) continue;
+        break;
+    }
+    if ((r >> 62U) == 1) d = -d;
+    ASSERT_EQ(dbl(d), reference_double(d)) << std::hexfloat << d;
+    ++checked;
+  }
+  EXPECT_GT(checked, 195000U);
 }
 
 TEST(JsonWriter, RejectsNanAndInfinities) {
