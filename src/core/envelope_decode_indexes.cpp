@@ -149,9 +149,10 @@ class EnvelopeIndexDecoder {
   // around them, the strings read without escapes, the numbers integers.
   // Read in one straight pass that knows which key comes next: no key lookup,
   // no duplicate set, no dispatch on the key. It fills the envelope as the
-  // general walk does (same spans, same fields); any other body makes it
-  // return false, and the general walk reads the frame again from its start
-  // and sets every field the canonical pass had set, to the same value.
+  // general walk does (same spans, same fields). Members after attempts are
+  // handed to the general walk; any other body makes it return false, and
+  // the general walk reads the frame again from its start and sets every
+  // field the canonical pass had set, to the same value.
 
   // The key at the cursor is quoted_colon ("\"job\":"), and the cursor moves
   // to its value. The bytes alone decide: a string token that starts with
@@ -251,6 +252,22 @@ class EnvelopeIndexDecoder {
     if (!expect_key("\"attempts\":", key) || !canonical_integer(key, top(TopKey::attempts))) return false;
     env_.attempts_valid_ = int_value_ >= 0;
     env_.attempts_ = env_.attempts_valid_ ? int_value_ : 0;
+    if (expect(',')) {
+      // More members (dead_letter, unknown or forbidden keys): the general
+      // walk reads them, knowing the five keys read so far.
+      detail::KeySet keys;
+      for (const TopKey k : {TopKey::job, TopKey::trace_id, TopKey::data, TopKey::meta, TopKey::attempts}) {
+        keys.insert(detail::kTopKeyNames[static_cast<std::size_t>(k)], static_cast<int>(k));
+      }
+      detail::KeyLookup lookup(detail::kTopKeyNames, detail::kTopKeyNext,
+                               detail::kTopKeyNext[static_cast<std::size_t>(TopKey::attempts)]);
+      if (!members_from([&](std::string_view name, Span key_token) {
+            return top_field(name, lookup.find(name), key_token, keys);
+          })) {
+        return false;
+      }
+      return *at_ == body_end_;
+    }
     // The frame ends here, and so does the body (stage 1 ends the positions
     // with its length).
     return expect('}') && *at_ == body_end_;
@@ -265,6 +282,12 @@ class EnvelopeIndexDecoder {
       ++at_;
       return true;
     }
+    return members_from(field);
+  }
+
+  // members() from a member's key at the cursor on (after a ',').
+  template <class Field>
+  bool members_from(Field field) {
     for (;;) {
       if (byte() != '"') return false;
       const char* begin = here();
