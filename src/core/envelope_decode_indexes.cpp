@@ -105,21 +105,8 @@ class EnvelopeIndexDecoder {
   // Reads the root object; false when the On-Demand pass must decide.
   bool root() {
     if (options_.max_depth < 1 || byte() != '{') return false;
-    const std::uint32_t* const start = at_;
-    if (canonical_frame()) return true;
-    // Not in canonical form: the general walk reads the frame again from its
-    // start, and sets again everything the canonical one did set.
-    at_ = start;
     ++at_;
-    detail::KeySet keys;
-    detail::KeyLookup lookup(detail::kTopKeyNames, detail::kTopKeyNext);
-    if (!members(
-            [&](std::string_view key, Span key_token) { return top_field(key, lookup.find(key), key_token, keys); })) {
-      return false;
-    }
-    // Stage 1 ends the positions with the body's length: anything before it
-    // is content after the envelope object.
-    return *at_ == body_end_;
+    return frame();
   }
 
   // The warnings the walk found, told to on_warning once the walk succeeded.
@@ -145,18 +132,24 @@ class EnvelopeIndexDecoder {
   //
   // What every SDK writes: {"job":"…","trace_id":"…","data":…,"meta":{"id":
   // "…","queue":"…","lang":"…","schema_version":N,"created_at":N},
-  // "attempts":N}, the known keys once each in that order, no white space
-  // around them, the strings read without escapes, the numbers integers.
-  // Read in one straight pass that knows which key comes next: no key lookup,
-  // no duplicate set, no dispatch on the key. It fills the envelope as the
-  // general walk does (same spans, same fields). Members after attempts are
-  // handed to the general walk; any other body makes it return false, and
-  // the general walk reads the frame again from its start and sets every
-  // field the canonical pass had set, to the same value.
+  // "attempts":N}, the known keys once each in that order, the strings read
+  // without escapes, the numbers integers. frame() reads it in one straight
+  // pass that knows which key comes next: no key lookup, no duplicate set, no
+  // dispatch on the key. At the first member that is not the next one of that
+  // form (another key, white space before a key, a value of another kind, an
+  // escape, members after attempts) it hands the rest of the object to the
+  // general walk, which goes on from that member knowing the keys read so
+  // far: every body is read once, and each member exactly as the general walk
+  // alone would read it (same spans, same fields, same failures).
 
-  // The key at the cursor is quoted_colon ("\"job\":"), and the cursor moves
-  // to its value. The bytes alone decide: a string token that starts with
-  // them is that key, and the ':' right after it is the next token.
+  // The frame's keys in canonical order, and meta's (kMetaKeyNames' order).
+  static constexpr std::array<detail::TopKey, 5> kCanonicalTop{detail::TopKey::job, detail::TopKey::trace_id,
+                                                               detail::TopKey::data, detail::TopKey::meta,
+                                                               detail::TopKey::attempts};
+
+  // The key at the cursor is quoted_colon ("\"job\":"); the cursor moves to
+  // its value. The bytes alone decide: a string token that starts with them
+  // is that key, and the ':' right after it is the next token.
   template <std::size_t N>
   bool expect_key(const char (&quoted_colon)[N], Span& key_token) noexcept {
     const char* begin = here();
@@ -166,14 +159,15 @@ class EnvelopeIndexDecoder {
     return true;
   }
 
-  // The separator after a member: c, and the cursor moves past it.
+  // The token at the cursor is c; the cursor moves past it.
   bool expect(char c) noexcept {
     if (byte() != c) return false;
     ++at_;
     return true;
   }
 
-  // A string value without escapes at the cursor, kept in text and slot.
+  // A string value without escapes at the cursor, kept in text and slot;
+  // false (nothing kept, the cursor where it was) for any other value.
   bool canonical_text(Span key_token, detail::OptionalMember& slot, detail::Text& text) {
     const char* begin = here();
     if (*begin != '"') return false;
@@ -188,8 +182,9 @@ class EnvelopeIndexDecoder {
     return true;
   }
 
-  // An integer value at the cursor that fits int64, kept in slot; the
-  // integer is left in int_value_.
+  // An integer value at the cursor that fits int64, kept in slot, the
+  // integer left in int_value_; false (nothing kept, the cursor where it
+  // was) for any other value.
   bool canonical_integer(Span key_token, detail::OptionalMember& slot) {
     const char* begin = here();
     if (*begin != '-' && !is_digit(*begin)) return false;
@@ -201,76 +196,150 @@ class EnvelopeIndexDecoder {
     return true;
   }
 
-  bool canonical_frame() {
+  // The frame's members from the one at the cursor on, by the general walk;
+  // read: how many of kCanonicalTop were read before it. first: it is the
+  // frame's first member (the frame may then be empty).
+  bool general_frame(std::size_t read, bool first) {
+    detail::KeySet keys;
+    for (std::size_t i = 0; i < read; ++i) {
+      const auto k = static_cast<std::size_t>(kCanonicalTop[i]);
+      keys.insert(detail::kTopKeyNames[k], static_cast<int>(k));
+    }
+    const int expect = read < kCanonicalTop.size()
+                           ? static_cast<int>(kCanonicalTop[read])
+                           : detail::kTopKeyNext[static_cast<std::size_t>(kCanonicalTop.back())];
+    detail::KeyLookup lookup(detail::kTopKeyNames, detail::kTopKeyNext, expect);
+    auto field = [&](std::string_view key, Span key_token) {
+      return top_field(key, lookup.find(key), key_token, keys);
+    };
+    if (!(first ? members(field) : members_from(field))) return false;
+    // Stage 1 ends the positions with the body's length: anything before it
+    // is content after the envelope object.
+    return *at_ == body_end_;
+  }
+
+  // After the value of the read-th canonical member: the frame ends, or the
+  // general walk goes on from the next member.
+  bool general_frame_after(std::size_t read) {
+    const char c = byte();
+    ++at_;
+    if (c == '}') return *at_ == body_end_;
+    return c == ',' && general_frame(read, false);
+  }
+
+  // meta's members from the one at the cursor on, by the general walk (read,
+  // first: as for general_frame), then the rest of the frame.
+  bool general_meta(std::size_t read, bool first, Span key_token, const char* meta_begin) {
+    detail::KeySet keys;
+    for (std::size_t i = 0; i < read; ++i) keys.insert(detail::kMetaKeyNames[i], static_cast<int>(i));
+    detail::KeyLookup lookup(detail::kMetaKeyNames, detail::kMetaKeyNext,
+                             read < detail::kMetaKeyNames.size() ? static_cast<int>(read) : -1);
+    auto field = [&](std::string_view name, Span name_token) {
+      return meta_field(name, lookup.find(name), name_token, keys);
+    };
+    if (!(first ? members(field) : members_from(field))) return false;
+    end_meta(key_token, meta_begin);
+    return general_frame_after(4);
+  }
+
+  // After the value of meta's read-th member: meta ends, or the general walk
+  // goes on from its next member.
+  bool general_meta_after(std::size_t read, Span key_token, const char* meta_begin) {
+    const char c = byte();
+    ++at_;
+    if (c == '}') {
+      end_meta(key_token, meta_begin);
+      return general_frame_after(4);
+    }
+    return c == ',' && general_meta(read, false, key_token, meta_begin);
+  }
+
+  // meta, whose '}' the cursor just passed, is kept.
+  void end_meta(Span key_token, const char* meta_begin) {
+    env_.top_[static_cast<std::size_t>(detail::TopKey::meta)] =
+        Member{key_token, span(meta_begin, base_ + at_[-1] + 1)};
+    env_.meta_is_object_ = true;
+  }
+
+  // The frame, whose '{' the cursor just passed.
+  bool frame() {
     using detail::MetaKey;
     using detail::TopKey;
     auto top = [&](TopKey k) -> detail::OptionalMember& { return env_.top_[static_cast<std::size_t>(k)]; };
     auto meta = [&](MetaKey k) -> detail::OptionalMember& { return env_.meta_[static_cast<std::size_t>(k)]; };
+    const std::uint32_t* member = at_;  // where the member being read starts
     Span key{};
-    ++at_;  // the '{'
-    if (!expect_key("\"job\":", key) || !canonical_text(key, top(TopKey::job), env_.job_) || !expect(',')) {
-      return false;
+    if (!expect_key("\"job\":", key) || !canonical_text(key, top(TopKey::job), env_.job_)) {
+      at_ = member;
+      return general_frame(0, true);
     }
-    if (!expect_key("\"trace_id\":", key) || !canonical_text(key, top(TopKey::trace_id), env_.trace_id_) ||
-        !expect(',')) {
-      return false;
+    if (!expect(',')) return general_frame_after(1);
+    member = at_;
+    if (!expect_key("\"trace_id\":", key) || !canonical_text(key, top(TopKey::trace_id), env_.trace_id_)) {
+      at_ = member;
+      return general_frame(1, false);
     }
-    if (!expect_key("\"data\":", key)) return false;
+    if (!expect(',')) return general_frame_after(2);
+    member = at_;
+    if (!expect_key("\"data\":", key)) return general_frame(2, false);
     const char data_type = byte();
     const Span data = value(2);
-    if (data.offset == kNoSpan.offset || !expect(',')) return false;
+    if (data.offset == kNoSpan.offset) return false;
     top(TopKey::data) = Member{key, data};
     env_.data_is_object_ = data_type == '{';
+    if (!expect(',')) return general_frame_after(3);
 
-    if (!expect_key("\"meta\":", key) || options_.max_depth < 2) return false;
+    member = at_;
+    if (!expect_key("\"meta\":", key) || options_.max_depth < 2 || byte() != '{') {
+      at_ = member;
+      return general_frame(3, false);
+    }
     const char* meta_begin = here();
-    if (!expect('{')) return false;
+    ++at_;  // the '{'
+    const std::uint32_t* inner_member = at_;
     Span inner{};
-    if (!expect_key("\"id\":", inner) || !canonical_text(inner, meta(MetaKey::id), env_.id_) || !expect(',')) {
-      return false;
+    if (!expect_key("\"id\":", inner) || !canonical_text(inner, meta(MetaKey::id), env_.id_)) {
+      at_ = inner_member;
+      return general_meta(0, true, key, meta_begin);
     }
-    if (!expect_key("\"queue\":", inner) || !canonical_text(inner, meta(MetaKey::queue), env_.queue_) || !expect(',')) {
-      return false;
+    if (!expect(',')) return general_meta_after(1, key, meta_begin);
+    inner_member = at_;
+    if (!expect_key("\"queue\":", inner) || !canonical_text(inner, meta(MetaKey::queue), env_.queue_)) {
+      at_ = inner_member;
+      return general_meta(1, false, key, meta_begin);
     }
-    if (!expect_key("\"lang\":", inner) || !canonical_text(inner, meta(MetaKey::lang), env_.lang_) || !expect(',')) {
-      return false;
+    if (!expect(',')) return general_meta_after(2, key, meta_begin);
+    inner_member = at_;
+    if (!expect_key("\"lang\":", inner) || !canonical_text(inner, meta(MetaKey::lang), env_.lang_)) {
+      at_ = inner_member;
+      return general_meta(2, false, key, meta_begin);
     }
+    if (!expect(',')) return general_meta_after(3, key, meta_begin);
+    inner_member = at_;
     if (!expect_key("\"schema_version\":", inner) || !canonical_integer(inner, meta(MetaKey::schema_version))) {
-      return false;
+      at_ = inner_member;
+      return general_meta(3, false, key, meta_begin);
     }
     env_.schema_version_ = detail::Integer{int_value_, true};
-    if (!expect(',')) return false;
+    if (!expect(',')) return general_meta_after(4, key, meta_begin);
+    inner_member = at_;
     if (!expect_key("\"created_at\":", inner) || !canonical_integer(inner, meta(MetaKey::created_at))) {
-      return false;
+      at_ = inner_member;
+      return general_meta(4, false, key, meta_begin);
     }
     env_.created_at_ = detail::Integer{int_value_, true};
-    if (!expect('}')) return false;
-    top(TopKey::meta) = Member{key, span(meta_begin, base_ + at_[-1] + 1)};
-    env_.meta_is_object_ = true;
-    if (!expect(',')) return false;
+    if (!expect('}')) return general_meta_after(5, key, meta_begin);
+    end_meta(key, meta_begin);
+    if (!expect(',')) return general_frame_after(4);
 
-    if (!expect_key("\"attempts\":", key) || !canonical_integer(key, top(TopKey::attempts))) return false;
+    member = at_;
+    if (!expect_key("\"attempts\":", key) || !canonical_integer(key, top(TopKey::attempts))) {
+      at_ = member;
+      return general_frame(4, false);
+    }
     env_.attempts_valid_ = int_value_ >= 0;
     env_.attempts_ = env_.attempts_valid_ ? int_value_ : 0;
-    if (expect(',')) {
-      // More members (dead_letter, unknown or forbidden keys): the general
-      // walk reads them, knowing the five keys read so far.
-      detail::KeySet keys;
-      for (const TopKey k : {TopKey::job, TopKey::trace_id, TopKey::data, TopKey::meta, TopKey::attempts}) {
-        keys.insert(detail::kTopKeyNames[static_cast<std::size_t>(k)], static_cast<int>(k));
-      }
-      detail::KeyLookup lookup(detail::kTopKeyNames, detail::kTopKeyNext,
-                               detail::kTopKeyNext[static_cast<std::size_t>(TopKey::attempts)]);
-      if (!members_from([&](std::string_view name, Span key_token) {
-            return top_field(name, lookup.find(name), key_token, keys);
-          })) {
-        return false;
-      }
-      return *at_ == body_end_;
-    }
-    // The frame ends here, and so does the body (stage 1 ends the positions
-    // with its length).
-    return expect('}') && *at_ == body_end_;
+    return general_frame_after(5);
   }
 
   // The members of the object whose '{' the cursor just passed, each handed

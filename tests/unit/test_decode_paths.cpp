@@ -165,6 +165,14 @@ TEST(DecodePaths, CanonicalFrameAndItsNearMisses) {
       {R"("attempts":2})", R"("attempts":2}{})"},
       {R"("attempts":2})", R"("attempts":2)"},
       {R"(,"attempts":2)", ""},
+      {R"(,"trace_id":"7b3f9c2a-e41d-4f88-9b2a-1c0d5e6f7a8b")", ""},
+      {R"("job":"urn:babel:t:x",)", R"("job":"urn:babel:t:x","job":"u",)"},
+      {R"(,"data":{"order_id":1042},"meta":{"id":"f1","queue":"q","lang":"go","schema_version":1,"created_at":17},)"
+       R"("attempts":2)",
+       ""},
+      {R"(,"schema_version":1,"created_at":17)", ""},
+      {R"("id":"f1",)", ""},
+      {R"("id":"f1",)", R"("id":"f1","id":"f2",)"},
   };
   for (const auto& [from, to] : changes) {
     std::string body = canonical;
