@@ -136,13 +136,14 @@ class EnvelopeIndexDecoder {
   // without escapes, the numbers integers. frame() reads it in one straight
   // pass that knows which key comes next: no key lookup, no duplicate set, no
   // dispatch on the key. At the first member that is not the next one of that
-  // form (another key, white space before a key, a value of another kind, an
-  // escape, members after attempts) it hands the rest of the object to the
-  // general walk, which goes on from that member knowing the keys read so
-  // far: every body is read once, and each member exactly as the general walk
-  // alone would read it (same spans, same fields, same failures).
+  // form (another key, white space between a key and its ':', a value of
+  // another kind, an escape, members after attempts) it hands the rest of
+  // the object to the general walk, which goes on from that member knowing
+  // the keys read so far: every body is read once, and each member exactly
+  // as the general walk alone would read it (same spans, same fields, same
+  // failures). White space elsewhere is no obstacle: it is not a token.
 
-  // The frame's keys in canonical order, and meta's (kMetaKeyNames' order).
+  // The frame's keys in canonical order (meta's are kMetaKeyNames' order).
   static constexpr std::array<detail::TopKey, 5> kCanonicalTop{detail::TopKey::job, detail::TopKey::trace_id,
                                                                detail::TopKey::data, detail::TopKey::meta,
                                                                detail::TopKey::attempts};
