@@ -72,6 +72,26 @@ const char* skip_digits(const char* p, const char* end) noexcept {
   return p;
 }
 
+// The JSON number grammar, -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?,
+// as detail::is_json_number checks it, inline for the walk.
+bool is_number(const char* p, const char* end) noexcept {
+  if (p != end && *p == '-') ++p;
+  if (p == end || !is_digit(*p)) return false;
+  p = *p == '0' ? p + 1 : skip_digits(p, end);
+  if (p != end && *p == '.') {
+    ++p;
+    if (p == end || !is_digit(*p)) return false;
+    p = skip_digits(p, end);
+  }
+  if (p != end && (*p == 'e' || *p == 'E')) {
+    ++p;
+    if (p != end && (*p == '+' || *p == '-')) ++p;
+    if (p == end || !is_digit(*p)) return false;
+    p = skip_digits(p, end);
+  }
+  return p == end;
+}
+
 bool is_literal(const char* begin, const char* end, std::string_view literal) noexcept {
   return static_cast<std::size_t>(end - begin) == literal.size() &&
          std::memcmp(begin, literal.data(), literal.size()) == 0;
@@ -425,6 +445,9 @@ class EnvelopeIndexDecoder {
   }
 
   // Checks the scalar at the cursor and moves past it; end: where it ends.
+  // A number is read as an integer too (number()) only when Read: for the
+  // values of the frame and meta, not for those inside data.
+  template <bool Read>
   bool scalar(const char*& end) {
     const char* begin = here();
     end = token_end();
@@ -434,7 +457,7 @@ class EnvelopeIndexDecoder {
       case 't': return is_literal(begin, end, "true");
       case 'f': return is_literal(begin, end, "false");
       case 'n': return is_literal(begin, end, "null");
-      default: return number(begin, end);
+      default: return Read ? number(begin, end) : is_number(begin, end);
     }
   }
 
@@ -457,7 +480,7 @@ class EnvelopeIndexDecoder {
         }
       } else {
         const char* ignored = nullptr;
-        if (!scalar(ignored)) return false;
+        if (!scalar<false>(ignored)) return false;
       }
       // After a value (or at an empty container's closing bracket): close
       // the levels that end here, then step to the next value.
@@ -480,7 +503,7 @@ class EnvelopeIndexDecoder {
   bool key() {
     if (byte() != '"') return false;
     const char* end = nullptr;
-    if (!scalar(end) || byte() != ':') return false;
+    if (!scalar<false>(end) || byte() != ':') return false;
     ++at_;
     return true;
   }
@@ -501,7 +524,7 @@ class EnvelopeIndexDecoder {
     } else {
       escaped_ = false;
       is_int_ = false;
-      if (!scalar(end)) return kNoSpan;
+      if (!scalar<true>(end)) return kNoSpan;
     }
     return span(begin, end);
   }
