@@ -92,6 +92,23 @@ bool is_number(const char* p, const char* end) noexcept {
   return p == end;
 }
 
+// Whether the eight bytes at p are all digits, and then their value in n.
+// The bytes are read as one little-endian word: each byte minus '0' must stay
+// within 0..9 (no borrow below '0', no carry past '9'), then pairs, quads and
+// the two halves are combined by multiplications.
+bool eight_digits(const char* p, std::uint64_t& n) noexcept {
+  std::uint64_t word = 0;
+  std::memcpy(&word, p, sizeof word);
+  if ((((word + 0x4646464646464646) | (word - 0x3030303030303030)) & 0x8080808080808080) != 0) return false;
+  word -= 0x3030303030303030;
+  word = word * 10 + (word >> 8);  // each even byte: its digit pair's value
+  constexpr std::uint64_t kMask = 0x000000FF000000FF;
+  constexpr std::uint64_t kMul1 = 100 + (1000000ULL << 32);
+  constexpr std::uint64_t kMul2 = 1 + (10000ULL << 32);
+  n = (((word & kMask) * kMul1) + (((word >> 16) & kMask) * kMul2)) >> 32;
+  return true;
+}
+
 bool is_literal(const char* begin, const char* end, std::string_view literal) noexcept {
   return static_cast<std::size_t>(end - begin) == literal.size() &&
          std::memcmp(begin, literal.data(), literal.size()) == 0;
@@ -417,6 +434,9 @@ class EnvelopeIndexDecoder {
     if (*p == '0') {
       ++p;
     } else {
+      // Eight digits at a time while eight remain (a millisecond timestamp
+      // has 13): one chain of three multiplications instead of eight.
+      for (std::uint64_t eight = 0; end - p >= 8 && eight_digits(p, eight); p += 8) value = value * 100000000 + eight;
       for (; p != end && is_digit(*p); ++p) value = value * 10 + static_cast<unsigned>(*p - '0');
     }
     if (p == end) {
