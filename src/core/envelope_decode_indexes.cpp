@@ -97,6 +97,12 @@ bool is_number(const char* p, const char* end) noexcept {
 // within 0..9 (no borrow below '0', no carry past '9'), then pairs, quads and
 // the two halves are combined by multiplications.
 bool eight_digits(const char* p, std::uint64_t& n) noexcept {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  // The word's bytes are in the other order: the digit-by-digit loop reads them.
+  (void)p;
+  (void)n;
+  return false;
+#endif
   std::uint64_t word = 0;
   std::memcpy(&word, p, sizeof word);
   if ((((word + 0x4646464646464646) | (word - 0x3030303030303030)) & 0x8080808080808080) != 0) return false;
