@@ -65,8 +65,10 @@ inline bool equal_short(const char* a, const char* b, std::size_t n) noexcept {
 template <std::size_t N>
 class KeyLookup {
  public:
-  KeyLookup(const std::array<std::string_view, N>& names, const std::array<int, N>& next) noexcept
-      : names_(names), next_(next) {}
+  // expect: the index of the key expected first (the first name unless the
+  // object's first members were read another way).
+  KeyLookup(const std::array<std::string_view, N>& names, const std::array<int, N>& next, int expect = 0) noexcept
+      : names_(names), next_(next), expect_(expect) {}
 
   // The index of key among the names, or -1.
   int find(std::string_view key) noexcept {
@@ -88,7 +90,7 @@ class KeyLookup {
 
   const std::array<std::string_view, N>& names_;
   const std::array<int, N>& next_;
-  int expect_ = 0;
+  int expect_;
 };
 
 // The key expected after each known key of the frame (job or its urn alias,

@@ -36,7 +36,11 @@ inline Rejection rejection_for(simdjson::error_code code) noexcept {
   }
 }
 
-inline bool is_json_space(char c) noexcept { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+// The first test settles most bytes (every one after a token of a compact
+// body) in one comparison.
+inline bool is_json_space(char c) noexcept {
+  return static_cast<unsigned char>(c) <= ' ' && (c == ' ' || c == '\n' || c == '\r' || c == '\t');
+}
 
 inline std::string_view trim_json_space(std::string_view s) noexcept {
   while (!s.empty() && is_json_space(s.back())) s.remove_suffix(1);

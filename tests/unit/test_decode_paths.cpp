@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bq = babelqueue;
@@ -103,6 +104,91 @@ TEST(DecodePaths, InvalidBodiesFailTheSame) {
   expect_same("{\"job\":\"u\xff\"}");
   expect_same("{\"job\":\"a\tb\"}");
   expect_same("{\"job\":\"unclosed}");
+}
+
+// The canonical frame, what every SDK writes, is read by a pass of its own
+// (docs/adr/0049) that gives way to the general walk as soon as the body
+// leaves that form: each way of leaving it, at each member, reads the same.
+TEST(DecodePaths, CanonicalFrameAndItsNearMisses) {
+  const std::string canonical = frame(R"({"order_id":1042})");
+  expect_same(canonical);
+  // White space after each '{', ':' and ',' and before each '}' and ',', in turn.
+  for (std::size_t i = 0; i < canonical.size(); ++i) {
+    const char c = canonical[i];
+    if (c == '{' || c == ':' || c == ',') {
+      std::string body = canonical;
+      body.insert(i + 1, " ");
+      expect_same(body);
+    }
+    if (c == '}' || c == ',') {
+      std::string body = canonical;
+      body.insert(i, "\n");
+      expect_same(body);
+    }
+  }
+  const std::vector<std::pair<std::string, std::string>> changes = {
+      {R"("job":"urn:babel:t:x")", R"("job":7)"},
+      {R"("job":"urn:babel:t:x")", R"("urn":"urn:babel:t:x")"},
+      {R"("job":"urn:babel:t:x")", R"("job":"urn:\u0062abel:t:x")"},
+      {R"("job":"urn:babel:t:x")", R"("job":"  ")"},
+      {R"("job":"urn:babel:t:x")", R"("jobs":"urn:babel:t:x")"},
+      {R"("trace_id":"7b3f9c2a-e41d-4f88-9b2a-1c0d5e6f7a8b")", R"("trace_id":null)"},
+      {R"("trace_id":"7b3f9c2a-e41d-4f88-9b2a-1c0d5e6f7a8b")", R"("trace_id":"a\\b")"},
+      {R"("data":{"order_id":1042})", R"("data":[1])"},
+      {R"("data":{"order_id":1042})", R"("data":{"order_id":"\u00e9"})"},
+      {R"("data":{"order_id":1042})", R"("data":{"order_id":1042)"},
+      {R"("meta":{)", R"("meta":{"x":1,)"},
+      {R"("meta":{"id":"f1","queue":"q","lang":"go","schema_version":1,"created_at":17})", R"("meta":{})"},
+      {R"("meta":{"id":"f1","queue":"q","lang":"go","schema_version":1,"created_at":17})", R"("meta":"m")"},
+      {R"("id":"f1")", R"("id":1)"},
+      {R"("queue":"q")", R"("queue":"q\"")"},
+      {R"("lang":"go")", R"("lang":"go","lang":"go")"},
+      {R"("schema_version":1)", R"("schema_version":1.0)"},
+      {R"("schema_version":1)", R"("schema_version":"1")"},
+      {R"("schema_version":1)", R"("schema_version":2)"},
+      {R"("created_at":17)", R"("created_at":-17)"},
+      {R"("created_at":17)", R"("created_at":9223372036854775807)"},
+      {R"("created_at":17)", R"("created_at":1749132727000)"},
+      {R"("created_at":17)", R"("created_at":-12345678)"},
+      {R"("created_at":17)", R"("created_at":999999999999999999)"},
+      {R"("created_at":17)", R"("created_at":1234567890123456)"},
+      {R"("created_at":17)", R"("created_at":12345678.5)"},
+      {R"("created_at":17)", R"("created_at":1234567/)"},
+      {R"("created_at":17)", R"("created_at":1234567:9)"},
+      {R"("created_at":17)", R"("created_at":123456789012345678901)"},
+      {R"("created_at":17)", R"("created_at":17,"ts":1)"},
+      {R"("created_at":17})", R"("created_at":17,})"},
+      {R"("attempts":2)", R"("attempts":-1)"},
+      {R"("attempts":2)", R"("attempts":1e2)"},
+      {R"("attempts":2)", R"("attempts":02)"},
+      {R"("attempts":2)", R"("attempts":123456789012345678)"},
+      {R"("attempts":2})", R"("attempts":2,"dead_letter":{"reason":"x"}})"},
+      {R"("attempts":2})", R"("attempts":2,"job":"again"})"},
+      {R"("attempts":2})", R"("attempts":2,"timestamp":1})"},
+      {R"("attempts":2})", R"("attempts":2,"x-unknown":[1],"dead_letter":{"reason":"x"},"y":"\u0041"})"},
+      {R"("attempts":2})", R"("attempts":2,"urn":"urn:babel:t:y"})"},
+      {R"("attempts":2})", R"("attempts":2,"meta":{}})"},
+      {R"("attempts":2})", R"("attempts":2,})"},
+      {R"("attempts":2})", R"("attempts":2,"x":})"},
+      {R"("attempts":2})", R"("attempts":2}{})"},
+      {R"("attempts":2})", R"("attempts":2)"},
+      {R"(,"attempts":2)", ""},
+      {R"(,"trace_id":"7b3f9c2a-e41d-4f88-9b2a-1c0d5e6f7a8b")", ""},
+      {R"("job":"urn:babel:t:x",)", R"("job":"urn:babel:t:x","job":"u",)"},
+      {R"(,"data":{"order_id":1042},"meta":{"id":"f1","queue":"q","lang":"go","schema_version":1,"created_at":17},)"
+       R"("attempts":2)",
+       ""},
+      {R"(,"schema_version":1,"created_at":17)", ""},
+      {R"("id":"f1",)", ""},
+      {R"("id":"f1",)", R"("id":"f1","id":"f2",)"},
+  };
+  for (const auto& [from, to] : changes) {
+    std::string body = canonical;
+    const auto at = body.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    body.replace(at, from.size(), to);
+    expect_same(body);
+  }
 }
 
 TEST(DecodePaths, DepthLimitsAgree) {
