@@ -74,10 +74,9 @@ const char* skip_digits(const char* p, const char* end) noexcept {
 
 // The JSON number grammar, -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?,
 // as detail::is_json_number checks it, inline for the walk.
-bool is_number(const char* p, const char* end) noexcept {
-  if (p != end && *p == '-') ++p;
-  if (p == end || !is_digit(*p)) return false;
-  p = *p == '0' ? p + 1 : skip_digits(p, end);
+// The rest of a number token after its integer part, (\.[0-9]+)?([eE][+-]?[0-9]+)?,
+// to its end.
+bool is_number_tail(const char* p, const char* end) noexcept {
   if (p != end && *p == '.') {
     ++p;
     if (p == end || !is_digit(*p)) return false;
@@ -90,6 +89,13 @@ bool is_number(const char* p, const char* end) noexcept {
     p = skip_digits(p, end);
   }
   return p == end;
+}
+
+bool is_number(const char* p, const char* end) noexcept {
+  if (p != end && *p == '-') ++p;
+  if (p == end || !is_digit(*p)) return false;
+  p = *p == '0' ? p + 1 : skip_digits(p, end);
+  return is_number_tail(p, end);
 }
 
 // Whether the eight bytes at p are all digits, and then their value in n.
@@ -456,18 +462,7 @@ class EnvelopeIndexDecoder {
       }
       return true;
     }
-    if (*p == '.') {
-      ++p;
-      if (p == end || !is_digit(*p)) return false;
-      p = skip_digits(p, end);
-    }
-    if (p != end && (*p == 'e' || *p == 'E')) {
-      ++p;
-      if (p != end && (*p == '+' || *p == '-')) ++p;
-      if (p == end || !is_digit(*p)) return false;
-      p = skip_digits(p, end);
-    }
-    return p == end;
+    return is_number_tail(p, end);
   }
 
   // Checks the scalar at the cursor and moves past it; end: where it ends.

@@ -226,6 +226,16 @@ inline char* write_integer_part(char* p, std::uint64_t v) noexcept {
 // Powers of ten a double holds exactly.
 constexpr std::array<double, 18> kPowersOfTen = {1e0, 1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
                                                  1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
+// The same powers as integers: 10^17 still fits 64 bits.
+constexpr std::array<std::uint64_t, 18> kIntegerPowersOfTen = [] {
+  std::array<std::uint64_t, 18> t{};
+  std::uint64_t v = 1;
+  for (auto& p : t) {
+    p = v;
+    v *= 10;
+  }
+  return t;
+}();
 
 __extension__ using Uint128 = unsigned __int128;  // GCC and Clang; __extension__ for -Wpedantic
 
@@ -238,22 +248,13 @@ __extension__ using Uint128 = unsigned __int128;  // GCC and Clang; __extension_
 // next to x are 4 * 10^k away (2 * 10^k below a power of two, whose
 // neighbour below is closer).
 bool reads_back(std::uint64_t n, std::size_t k, double x) noexcept {
-  static constexpr std::array<std::uint64_t, 18> kPowers = [] {
-    std::array<std::uint64_t, 18> t{};
-    std::uint64_t v = 1;
-    for (auto& p : t) {
-      p = v;
-      v *= 10;
-    }
-    return t;
-  }();
   const auto bits = std::bit_cast<std::uint64_t>(x);
   const std::uint64_t m = (bits & ((std::uint64_t{1} << 52U) - 1)) | (std::uint64_t{1} << 52U);
   const int e = static_cast<int>((bits >> 52U) & 0x7FFU) - 1075;
   const Uint128 a = Uint128{n} << static_cast<unsigned>(2 - e);
-  const Uint128 b = Uint128{m} * kPowers[k] * 4U;
-  const Uint128 above = Uint128{kPowers[k]} * 2U;  // half the gap to the next double
-  const Uint128 below = m == (std::uint64_t{1} << 52U) ? Uint128{kPowers[k]} : above;
+  const Uint128 b = Uint128{m} * kIntegerPowersOfTen[k] * 4U;
+  const Uint128 above = Uint128{kIntegerPowersOfTen[k]} * 2U;  // half the gap to the next double
+  const Uint128 below = m == (std::uint64_t{1} << 52U) ? Uint128{kIntegerPowersOfTen[k]} : above;
   const bool even = (m & 1U) == 0;
   if (a >= b) {
     const Uint128 d = a - b;
@@ -353,15 +354,6 @@ bool write_short_decimal(char*& out, double value) noexcept {
   // decimal that reads back as x (whole numbers up to 2^53 are doubles, and
   // one would be nearer), so both have the same. The fraction is what is
   // left of rounded, k digits zero-padded: no digit count, no digits moved.
-  static constexpr std::array<std::uint64_t, 18> kPowers = [] {
-    std::array<std::uint64_t, 18> t{};
-    std::uint64_t v = 1;
-    for (auto& p : t) {
-      p = v;
-      v *= 10;
-    }
-    return t;
-  }();
   const auto integer = static_cast<std::uint64_t>(magnitude);
   char* p = out;
   if (value < 0) *p++ = '-';
@@ -370,7 +362,7 @@ bool write_short_decimal(char*& out, double value) noexcept {
   if (k == 0) {
     *p++ = '0';
   } else {
-    const std::uint64_t fraction = rounded - integer * kPowers[k];
+    const std::uint64_t fraction = rounded - integer * kIntegerPowersOfTen[k];
     if (k > 16) {
       *p++ = '0';  // fraction < 2^50 < 10^16: its 17th digit from the right is 0
       --k;
