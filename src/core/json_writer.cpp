@@ -226,16 +226,19 @@ inline char* write_integer_part(char* p, std::uint64_t v) noexcept {
 // Powers of ten a double holds exactly.
 constexpr std::array<double, 18> kPowersOfTen = {1e0, 1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
                                                  1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
-// The same powers as integers: 10^17 still fits 64 bits.
-constexpr std::array<std::uint64_t, 18> kIntegerPowersOfTen = [] {
-  std::array<std::uint64_t, 18> t{};
+// base^0 .. base^(N-1), for bases and counts whose last power fits 64 bits.
+template <std::size_t N>
+constexpr std::array<std::uint64_t, N> powers_of(std::uint64_t base) {
+  std::array<std::uint64_t, N> t{};
   std::uint64_t v = 1;
   for (auto& p : t) {
     p = v;
-    v *= 10;
+    v *= base;
   }
   return t;
-}();
+}
+// The same powers as integers: 10^17 still fits 64 bits.
+constexpr auto kIntegerPowersOfTen = powers_of<18>(10);
 
 __extension__ using Uint128 = unsigned __int128;  // GCC and Clang; __extension__ for -Wpedantic
 
@@ -397,15 +400,7 @@ bool write_binary_fraction(char*& out, double value) noexcept {
   const int s = std::max(0, 52 - e - std::countr_zero(m));
   if (s > 16 || e + 4 * s > 55) return false;
   const std::uint64_t q = m >> static_cast<unsigned>(52 - e - s);  // exact: |x| = q / 2^s
-  static constexpr std::array<std::uint64_t, 17> kPowersOfFive = [] {
-    std::array<std::uint64_t, 17> t{};
-    std::uint64_t v = 1;
-    for (auto& p : t) {
-      p = v;
-      v *= 5;
-    }
-    return t;
-  }();
+  static constexpr auto kPowersOfFive = powers_of<17>(5);
   char* p = out;
   if (value < 0) *p++ = '-';
   p = write_integer_part(p, q >> static_cast<unsigned>(s));
