@@ -17,7 +17,7 @@ url="$("$broker" url pulsar | tail -n 1)"
 # reconnect_max=2s: producers and consumers return soon after the restart.
 exec python3 "$root/tests/robustness/robustness.py" --agent "$agent" \
   --url "$url?reconnect_max=2s" \
-  --messages 5000 --producers 2 --workers 3 --concurrency 2 --prefetch 16 \
-  --rate 500 --batch 20 --work-ms 2 --kill-every 2 --kills 5 \
+  --messages 6000 --producers 2 --workers 3 --concurrency 2 --prefetch 16 \
+  --rate 500 --batch 20 --work-ms 2 --kill-every 1.5 --kills 5 \
   --restart-broker "'$broker' stop pulsar && BQ_PULSAR_KEEP_DATA=1 '$broker' start pulsar" --restart-at 0.4 \
   --drain-grace 10 --timeout 280 "$@"
