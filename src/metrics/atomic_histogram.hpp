@@ -42,16 +42,14 @@ class AtomicHistogram {
 
   /// The bucket value counts in: the number of bounds below it.
   std::size_t bucket_of(std::int64_t value) const noexcept {
-    if (value <= 0) {
-      std::size_t bucket = 0;
-      while (bucket < bound_count_ && value > bounds_[bucket]) ++bucket;
-      return bucket;
+    // Every bound below the power of two that starts a positive value's
+    // octave is below the value: start there, and step over the few bounds
+    // inside the octave (a scan of every bound cost as much as the rest of
+    // observe). Zero and below scan from the first bound.
+    std::size_t bucket = 0;
+    if (value > 0) {
+      bucket = below_octave_[static_cast<std::size_t>(64 - __builtin_clzll(static_cast<std::uint64_t>(value)))];
     }
-    // Every bound below the power of two that starts value's octave is
-    // below value: start there, and step over the few bounds inside the
-    // octave (a scan of every bound cost as much as the rest of observe).
-    const auto width = static_cast<std::size_t>(64 - __builtin_clzll(static_cast<std::uint64_t>(value)));
-    std::size_t bucket = below_octave_[width];
     while (bucket < bound_count_ && value > bounds_[bucket]) ++bucket;
     return bucket;
   }
