@@ -24,9 +24,11 @@
 #include <fstream>
 #include <iostream>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 // ---- allocation counting ------------------------------------------------------
 //
@@ -136,60 +138,168 @@ babelqueue::MakeOptions fixed_options(std::string queue) {
   return options;
 }
 
+// ---- typed messages (typed_message.hpp) ---------------------------------------
+// The payloads as the structs a service publishes: BM_EncodeTyped measures
+// to_value() + Envelope::make, the path Publisher::publish(message) takes. The
+// Value payloads of the other benchmarks are these structs' to_value(), so
+// both paths encode the same bytes.
+
+struct OrderCreated {
+  static constexpr std::string_view urn = "urn:babel:orders:created";
+  std::int64_t order_id = 0;
+  Value to_value() const { return Value::object({{"order_id", order_id}}); }
+  static OrderCreated from_value(const Value& v) { return {v["order_id"].as_int64()}; }
+};
+
+// One line item of the 4 KiB payload: every JSON kind, nesting down to depth
+// 5 of the envelope, non-ASCII text and escapes. Deterministic in i.
+struct LineItem {
+  std::string sku;
+  std::string name;
+  std::int64_t qty = 0;
+  double unit_price = 0;
+  double weight_kg = 0;
+  bool gift = false;
+  std::optional<double> discount;
+  std::string service;     // the second tag
+  std::int64_t batch = 0;  // the third tag
+  std::int64_t width_cm = 0;
+  double height_cm = 0;
+  std::int64_t depth_cm = 0;
+  bool stackable = false;
+
+  static LineItem make(int i) {
+    static constexpr std::string_view kNames[] = {"Café crème", "Smørrebrød platter", "東京タワー model kit",
+                                                  "Ελληνικό γιαούρτι", "Naïve résumé \"deluxe\" edition"};
+    LineItem item;
+    item.sku = "SKU-" + std::to_string(100000 + i * 7919);
+    item.name = kNames[static_cast<std::size_t>(i) % std::size(kNames)];
+    item.qty = (i * 7) % 13 + 1;
+    item.unit_price = 9.99 + 0.25 * i;
+    item.weight_kg = 0.125 * (i + 1);
+    item.gift = i % 3 == 0;
+    if (i % 4 != 0) item.discount = 0.05 * (i % 4);
+    item.service = i % 2 == 0 ? "express" : "standard";
+    item.batch = i;
+    item.width_cm = 10 + i;
+    item.height_cm = 2.5 * i;
+    item.depth_cm = -i;
+    return item;
+  }
+
+  Value to_value() const {
+    return Value::object({
+        {"sku", sku},
+        {"name", name},
+        {"qty", qty},
+        {"unit_price", unit_price},
+        {"weight_kg", weight_kg},
+        {"gift", gift},
+        {"discount", discount ? Value(*discount) : Value()},
+        {"tags", Value::array({"fragile", service, batch})},
+        {"dims", Value::object({{"cm", Value::object({{"w", width_cm}, {"h", height_cm}, {"d", depth_cm}})},
+                                {"stackable", stackable}})},
+    });
+  }
+
+  static LineItem from_value(const Value& v) {
+    LineItem item;
+    item.sku = v["sku"].as_string();
+    item.name = v["name"].as_string();
+    item.qty = v["qty"].as_int64();
+    item.unit_price = v["unit_price"].as_double();
+    item.weight_kg = v["weight_kg"].as_double();
+    item.gift = v["gift"].as_bool();
+    if (!v["discount"].is_null()) item.discount = v["discount"].as_double();
+    item.service = v["tags"].as_array().at(1).as_string();
+    item.batch = v["tags"].as_array().at(2).as_int64();
+    const Value& cm = v["dims"]["cm"];
+    item.width_cm = cm["w"].as_int64();
+    item.height_cm = cm["h"].as_double();
+    item.depth_cm = cm["d"].as_int64();
+    item.stackable = v["dims"]["stackable"].as_bool();
+    return item;
+  }
+};
+
+struct OrderSnapshot {
+  static constexpr std::string_view urn = "urn:babel:orders:snapshot";
+  std::int64_t order_id = 0;
+  std::int64_t customer_id = 0;
+  std::string customer_name;
+  std::string customer_email;
+  bool customer_vip = false;
+  std::string customer_note;
+  std::string currency;
+  std::vector<LineItem> items;
+  double total = 0;  // and a coupon, always null here
+
+  Value to_value() const {
+    Array lines;
+    lines.reserve(items.size());
+    for (const auto& item : items) lines.push_back(item.to_value());
+    return Value::object({{"order_id", order_id},
+                          {"customer", Value::object({{"id", customer_id},
+                                                      {"name", customer_name},
+                                                      {"email", customer_email},
+                                                      {"vip", customer_vip},
+                                                      {"note", customer_note}})},
+                          {"currency", currency},
+                          {"items", std::move(lines)},
+                          {"total", total},
+                          {"coupon", nullptr}});
+  }
+
+  static OrderSnapshot from_value(const Value& v) {
+    OrderSnapshot s;
+    s.order_id = v["order_id"].as_int64();
+    const Value& c = v["customer"];
+    s.customer_id = c["id"].as_int64();
+    s.customer_name = c["name"].as_string();
+    s.customer_email = c["email"].as_string();
+    s.customer_vip = c["vip"].as_bool();
+    s.customer_note = c["note"].as_string();
+    s.currency = v["currency"].as_string();
+    for (const auto& item : v["items"].as_array()) s.items.push_back(LineItem::from_value(item));
+    s.total = v["total"].as_double();
+    return s;
+  }
+};
+
+OrderCreated make_small_typed() { return {1042}; }
+
+// Line items are added until the canonical data without its last two members
+// (total and coupon) is at least 4 KiB.
+OrderSnapshot make_4k_typed() {
+  OrderSnapshot s;
+  s.order_id = 1042;
+  s.customer_id = 9007199254740993;
+  s.customer_name = "Zoë Ångström";
+  s.customer_email = "zoe@example.com";
+  s.customer_vip = true;
+  s.customer_note = "Leave at the door.\nRing twice — \"bitte\".";
+  s.currency = "EUR";
+  s.total = 1234.56;
+  const std::size_t last_two = std::string_view(R"(,"total":1234.56,"coupon":null)").size();
+  for (int i = 0; babelqueue::to_json(s.to_value()).value().size() < 4096 + last_two; ++i) {
+    s.items.push_back(LineItem::make(i));
+  }
+  return s;
+}
+
 Payload make_small() {
   Payload p;
   p.urn = "urn:babel:orders:created";
-  p.data = Value::object({{"order_id", 1042}});
+  p.data = make_small_typed().to_value();
   p.options = fixed_options("orders");
   p.bytes = std::string(kOrderCreated);
   return p;
 }
 
-// One line item of the 4 KiB payload: every JSON kind, nesting down to depth
-// 5 of the envelope, non-ASCII text and escapes. Deterministic in i.
-Value line_item(int i) {
-  static constexpr std::string_view kNames[] = {"Café crème", "Smørrebrød platter", "東京タワー model kit",
-                                                "Ελληνικό γιαούρτι", "Naïve résumé \"deluxe\" edition"};
-  const auto n = static_cast<std::size_t>(i);
-  std::string sku = "SKU-";
-  sku.append(std::to_string(100000 + i * 7919));
-  return Value::object({
-      {"sku", std::move(sku)},
-      {"name", kNames[n % std::size(kNames)]},
-      {"qty", (i * 7) % 13 + 1},
-      {"unit_price", 9.99 + 0.25 * i},
-      {"weight_kg", 0.125 * (i + 1)},
-      {"gift", i % 3 == 0},
-      {"discount", i % 4 == 0 ? Value() : Value(0.05 * (i % 4))},
-      {"tags", Value::array({"fragile", i % 2 == 0 ? "express" : "standard", i})},
-      {"dims",
-       Value::object({{"cm", Value::object({{"w", 10 + i}, {"h", 2.5 * i}, {"d", -i}})}, {"stackable", false}})},
-  });
-}
-
-Value make_4k_data() {
-  Object data;
-  data.set("order_id", 1042);
-  data.set("customer", Value::object({{"id", std::int64_t{9007199254740993}},
-                                      {"name", "Zoë Ångström"},
-                                      {"email", "zoe@example.com"},
-                                      {"vip", true},
-                                      {"note", "Leave at the door.\nRing twice — \"bitte\"."}}));
-  data.set("currency", "EUR");
-  data.set("items", Array());
-  // Add line items until the canonical data is at least 4 KiB.
-  for (int i = 0; babelqueue::to_json(Value(data)).value().size() < 4096; ++i) {
-    data.find("items")->as_array().push_back(line_item(i));
-  }
-  data.set("total", 1234.56);
-  data.set("coupon", nullptr);
-  return Value(std::move(data));
-}
-
 Payload make_4k() {
   Payload p;
   p.urn = "urn:babel:orders:snapshot";
-  p.data = make_4k_data();
+  p.data = make_4k_typed().to_value();
   p.options = fixed_options("orders");
   // The canonical compact bytes, as this SDK produces them.
   p.bytes = std::string(Envelope::make(p.urn, p.data, p.options).value().body());
@@ -229,6 +339,38 @@ void BM_Encode(benchmark::State& state, Size size) {
     }
   }
   set_bytes(state, bytes);
+}
+
+// A typed message -> to_value() -> Envelope::make -> bytes: what
+// Publisher::publish(message) does before the transport. Checked equal to
+// what BM_Encode makes of the payload before it is timed.
+template <class Message>
+void encode_typed(benchmark::State& state, const Message& message, const Payload& p) {
+  std::size_t bytes = 0;
+  {
+    auto probe = Envelope::make(message, p.options);
+    if (!probe) return state.SkipWithError(probe.error().message().c_str());
+    if (probe->body() != Envelope::make(p.urn, p.data, p.options).value().body()) {
+      return state.SkipWithError("the typed message encodes other bytes than the payload's Value");
+    }
+    bytes = probe->body().size();
+  }
+  {
+    AllocationCounter allocations(state);
+    for (auto _ : state) {
+      auto env = Envelope::make(message, p.options);
+      std::string_view body = env->body();
+      benchmark::DoNotOptimize(body);
+    }
+  }
+  set_bytes(state, bytes);
+}
+
+void BM_EncodeTyped(benchmark::State& state, Size size) {
+  static const OrderCreated small = make_small_typed();
+  static const OrderSnapshot k4 = make_4k_typed();
+  if (size == Size::small) return encode_typed(state, small, payload(size));
+  encode_typed(state, k4, payload(size));
 }
 
 // Bytes -> Envelope::decode -> accepts(): what a consumer does before it
@@ -332,6 +474,8 @@ void BM_BaselineNlohmannDump(benchmark::State& state, Size size) {
 
 BENCHMARK_CAPTURE(BM_Encode, small, Size::small);
 BENCHMARK_CAPTURE(BM_Encode, 4k, Size::k4);
+BENCHMARK_CAPTURE(BM_EncodeTyped, small, Size::small);
+BENCHMARK_CAPTURE(BM_EncodeTyped, 4k, Size::k4);
 BENCHMARK_CAPTURE(BM_DecodeAccept, small, Size::small);
 BENCHMARK_CAPTURE(BM_DecodeAccept, 4k, Size::k4);
 BENCHMARK_CAPTURE(BM_DecodeRoute, small, Size::small);
