@@ -3,6 +3,7 @@
 
 #include "amqp_values.hpp"
 #include "c_handles.hpp"
+#include "c_message_values.hpp"
 #include "message_body.hpp"
 
 #include <babelqueue/binding.hpp>
@@ -13,7 +14,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <map>
 #include <new>
 #include <proton/annotation_key.hpp>
@@ -33,24 +33,6 @@ const binding::ContractNames& names = binding::kArtemisProperties;
 
 bool is_ours(std::string_view name) {
   return names.owns(name) || name == kDelayProperty || name == kDuplicateIdProperty;
-}
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
-namespace {
-
-pn_bytes_t bytes_of(std::string_view text) { return pn_bytes(text.size(), text.data()); }
-
-pn_atom_t string_atom(std::string_view text) {
-  pn_atom_t atom{};
-  atom.type = PN_STRING;
-  atom.u.as_bytes = bytes_of(text);
-  return atom;
 }
 
 std::string_view decimal(char (&buffer)[24], std::int64_t value) {
@@ -75,7 +57,7 @@ Result<void> MessageEncoder::append(std::string_view body, const PublishOptions&
     text_.assign(text);
     return text_.c_str();
   };
-  pn_data_put_string(pn_message_body(m), bytes_of(body));
+  pn_data_put_string(pn_message_body(m), amqp10::bytes_of(body));
   pn_message_set_durable(m, true);
   pn_message_set_content_type(m, c_text(binding::kContentType));
   if (delivery_count) pn_message_set_delivery_count(m, *delivery_count);
@@ -111,8 +93,8 @@ Result<void> MessageEncoder::append(std::string_view body, const PublishOptions&
     pn_data_put_map(p);
     pn_data_enter(p);
     for (const auto& [name, value] : properties_) {
-      pn_data_put_string(p, bytes_of(name));
-      pn_data_put_string(p, bytes_of(value));
+      pn_data_put_string(p, amqp10::bytes_of(name));
+      pn_data_put_string(p, amqp10::bytes_of(value));
     }
     pn_data_exit(p);
   }
@@ -124,19 +106,19 @@ Result<void> MessageEncoder::append(std::string_view body, const PublishOptions&
     pn_data_put_map(a);
     pn_data_enter(a);
     if (delayed) {
-      pn_data_put_symbol(a, bytes_of(kDeliveryTimeAnnotation));
-      pn_data_put_long(a, now_ms() + options.delay.count());
+      pn_data_put_symbol(a, amqp10::bytes_of(kDeliveryTimeAnnotation));
+      pn_data_put_long(a, amqp10::epoch_ms_now() + options.delay.count());
     }
     if (typed) {
-      pn_data_put_symbol(a, bytes_of(kJmsTypeAnnotation));
-      pn_data_put_string(a, bytes_of(fields->job));
+      pn_data_put_symbol(a, amqp10::bytes_of(kJmsTypeAnnotation));
+      pn_data_put_string(a, amqp10::bytes_of(fields->job));
     }
     pn_data_exit(a);
   }
   if (fields != nullptr) {
     if (typed) pn_message_set_subject(m, c_text(fields->job));  // Artemis's JMS client reads JMSType here (ADR 0017)
-    if (!fields->trace_id.empty()) pn_message_set_correlation_id(m, string_atom(fields->trace_id));
-    if (!fields->id.empty()) pn_message_set_id(m, string_atom(fields->id));
+    if (!fields->trace_id.empty()) pn_message_set_correlation_id(m, amqp10::string_atom(fields->trace_id));
+    if (!fields->id.empty()) pn_message_set_id(m, amqp10::string_atom(fields->id));
     if (fields->created_at) pn_message_set_creation_time(m, *fields->created_at);
   }
   if (!options.ordering_key.empty()) pn_message_set_group_id(m, options.ordering_key.c_str());
@@ -150,10 +132,7 @@ proton::message make_message(std::string_view body, const PublishOptions& option
   if (auto appended = encoder.append(body, options, delivery_count, encoded); !appended) {
     throw Error(appended.error());
   }
-  const std::string_view bytes = encoded[0];
-  proton::message m;
-  m.decode(std::vector<char>(bytes.begin(), bytes.end()));
-  return m;
+  return amqp10::decoded(encoded);
 }
 
 namespace {

@@ -3,6 +3,7 @@
 
 #include "amqp_values.hpp"
 #include "c_handles.hpp"
+#include "c_message_values.hpp"
 #include "message_body.hpp"
 
 #include <babelqueue/binding.hpp>
@@ -30,24 +31,6 @@ namespace {
 
 const binding::ContractNames& names = binding::kServiceBusProperties;
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
-namespace {
-
-pn_bytes_t bytes_of(std::string_view text) { return pn_bytes(text.size(), text.data()); }
-
-pn_atom_t string_atom(std::string_view text) {
-  pn_atom_t atom{};
-  atom.type = PN_STRING;
-  atom.u.as_bytes = bytes_of(text);
-  return atom;
-}
-
 }  // namespace
 
 MessageEncoder::MessageEncoder() : message_(pn_message()) {
@@ -67,7 +50,7 @@ Result<void> MessageEncoder::append(std::string_view body, const PublishOptions&
   };
   // inferred: a binary body is a Data section, not an amqp-value.
   pn_message_set_inferred(m, true);
-  pn_data_put_binary(pn_message_body(m), bytes_of(body));
+  pn_data_put_binary(pn_message_body(m), amqp10::bytes_of(body));
   pn_message_set_content_type(m, c_text(binding::kContentType));
 
   std::optional<Envelope> decoded;
@@ -103,9 +86,9 @@ Result<void> MessageEncoder::append(std::string_view body, const PublishOptions&
     pn_data_put_map(p);
     pn_data_enter(p);
     for (const Property& property : properties_) {
-      pn_data_put_string(p, bytes_of(property.name));
+      pn_data_put_string(p, amqp10::bytes_of(property.name));
       if (!property.number) {
-        pn_data_put_string(p, bytes_of(property.text));
+        pn_data_put_string(p, amqp10::bytes_of(property.text));
       } else if (property.wide) {
         pn_data_put_long(p, *property.number);
       } else {
@@ -118,14 +101,14 @@ Result<void> MessageEncoder::append(std::string_view body, const PublishOptions&
     pn_data_t* a = pn_message_annotations(m);
     pn_data_put_map(a);
     pn_data_enter(a);
-    pn_data_put_symbol(a, bytes_of(kScheduledEnqueueTimeAnnotation));
-    pn_data_put_timestamp(a, now_ms() + options.delay.count());
+    pn_data_put_symbol(a, amqp10::bytes_of(kScheduledEnqueueTimeAnnotation));
+    pn_data_put_timestamp(a, amqp10::epoch_ms_now() + options.delay.count());
     pn_data_exit(a);
   }
   if (fields != nullptr) {
     if (!fields->job.empty()) pn_message_set_subject(m, c_text(fields->job));
-    if (!fields->trace_id.empty()) pn_message_set_correlation_id(m, string_atom(fields->trace_id));
-    if (!fields->id.empty()) pn_message_set_id(m, string_atom(fields->id));
+    if (!fields->trace_id.empty()) pn_message_set_correlation_id(m, amqp10::string_atom(fields->trace_id));
+    if (!fields->id.empty()) pn_message_set_id(m, amqp10::string_atom(fields->id));
   }
   return out.append(m);
 }
@@ -134,10 +117,7 @@ proton::message make_message(std::string_view body, const PublishOptions& option
   MessageEncoder encoder;
   amqp10::EncodedMessages encoded;
   if (auto appended = encoder.append(body, options, encoded); !appended) throw Error(appended.error());
-  const std::string_view bytes = encoded[0];
-  proton::message m;
-  m.decode(std::vector<char>(bytes.begin(), bytes.end()));
-  return m;
+  return amqp10::decoded(encoded);
 }
 
 std::int64_t native_attempts_of_delivery_count(std::int64_t delivery_count) {
