@@ -4,6 +4,7 @@
 #include <babelqueue/uuid.hpp>
 
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,7 +60,8 @@ TEST(Uuid, AForkedChildDoesNotRepeatItsParentsIds) {
   for (int i = 0; i < kIds; ++i) parent.insert(bq::uuid_v4());
   std::string from_child;
   char buffer[256];
-  for (ssize_t n = 0; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) from_child.append(buffer, static_cast<std::size_t>(n));
+  for (ssize_t n = 0; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;)
+    from_child.append(buffer, static_cast<std::size_t>(n));
   ::close(pipe_fds[0]);
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
