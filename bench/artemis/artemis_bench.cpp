@@ -28,7 +28,11 @@
 //
 // Usage: babelqueue_bench_artemis [--url URL] [--messages N] [--batch N] [--rounds N]
 //          [--python PYTHON --python-script FILE [--python-messages N]] [--only NAME]
+//          [--step-timeout SECONDS]
 // URL default: $BABELQUEUE_URL, else artemis://admin:admin@127.0.0.1:5672.
+// --step-timeout (default 600): a step (a fill, a measurement, a drain, a
+// Python run) that takes longer ends the run with exit code 3 and a message
+// naming it.
 // --only runs one group (publish, c1, c4, python) or one measurement
 // (raw-publish, sdk-publish, raw-c1, sdk-c1, worker-c1, raw-c4, sdk-c4,
 // worker-c4, sdk-c4-one), for profiling. Each round runs every measurement once, raw and
@@ -59,6 +63,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <proton/annotation_key.hpp>
 #include <proton/connection.hpp>
 #include <proton/connection_options.hpp>
@@ -81,6 +86,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace bq = babelqueue;
@@ -96,13 +102,48 @@ struct Config {
   std::string python;         // the Python SDK's interpreter; empty: no Python figures
   std::string python_script;  // bench/artemis/python_sdk_bench.py
   int python_messages = 2000;
-  std::string only;  // one measurement; empty: all
+  std::string only;        // one measurement; empty: all
+  int step_timeout = 600;  // seconds a step (fill, measurement, drain) may take
 };
 
 [[noreturn]] void die(const std::string& why) {
   std::fprintf(stderr, "babelqueue_bench_artemis: %s\n", why.c_str());
   std::exit(1);
 }
+
+// Ends the run with a message naming the step when one takes longer than
+// its limit: a loop waiting for messages that never come (a broker that lost
+// them, a stuck receiver) would otherwise wait until whoever runs it gives up,
+// saying nothing.
+class Watchdog {
+ public:
+  explicit Watchdog(std::chrono::seconds limit) : limit_(limit) {
+    std::thread([this] {
+      for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        std::lock_guard lock(mutex_);
+        if (!step_.empty() && Clock::now() - since_ > limit_) {
+          std::fprintf(stderr, "babelqueue_bench_artemis: %s did not finish within %lld s; giving up\n", step_.c_str(),
+                       static_cast<long long>(limit_.count()));
+          std::_Exit(3);
+        }
+      }
+    }).detach();
+  }
+
+  // Times step from now on (until the next call).
+  void watch(std::string step) {
+    std::lock_guard lock(mutex_);
+    step_ = std::move(step);
+    since_ = Clock::now();
+  }
+
+ private:
+  const std::chrono::seconds limit_;
+  std::mutex mutex_;
+  std::string step_;
+  Clock::time_point since_;
+};
 
 double rate(int messages, Clock::duration elapsed) { return messages / std::chrono::duration<double>(elapsed).count(); }
 
@@ -538,14 +579,19 @@ int main(int argc, char** argv) {
       config.python_messages = std::atoi(value);
     } else if (flag == "--only") {
       config.only = value;
+    } else if (flag == "--step-timeout") {
+      config.step_timeout = std::atoi(value);
     } else {
       die("unknown option " + flag +
-          " (use --url, --messages, --batch, --rounds, --python, --python-script, --python-messages, --only)");
+          " (use --url, --messages, --batch, --rounds, --python, --python-script, --python-messages, --only, "
+          "--step-timeout)");
     }
   }
-  if (config.messages < 2 || config.batch <= 0 || config.rounds <= 0 || config.python_messages < 2) {
-    die("--messages and --python-messages must be at least 2, --batch and --rounds positive");
+  if (config.messages < 2 || config.batch <= 0 || config.rounds <= 0 || config.python_messages < 2 ||
+      config.step_timeout <= 0) {
+    die("--messages and --python-messages must be at least 2, --batch, --rounds and --step-timeout positive");
   }
+  Watchdog watchdog{std::chrono::seconds(config.step_timeout)};
   if (config.python.empty() != config.python_script.empty()) die("--python and --python-script go together");
   auto url = bq::Url::parse(config.url);
   if (!url) die(url.error().message());
@@ -623,24 +669,29 @@ int main(int argc, char** argv) {
     // The measurements of a group run in an order that turns every round:
     // the one that runs right after another finds the broker still busy
     // with the last one's journal, and no side should always be that one.
-    auto in_turn = [round](std::vector<std::function<void()>> steps) {
-      for (std::size_t i = 0; i < steps.size(); ++i) steps[(i + static_cast<std::size_t>(round)) % steps.size()]();
+    using Steps = std::vector<std::pair<std::string, std::function<void()>>>;
+    auto in_turn = [round, &watchdog](Steps steps) {
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        auto& [name, step] = steps[(i + static_cast<std::size_t>(round)) % steps.size()];
+        watchdog.watch("round " + std::to_string(round + 1) + ", " + name);
+        step();
+      }
     };
     auto drain = [&](const std::string& name, int messages) {
       RawConsumers(endpoint, name, messages, 1, options->credit).run();
     };
 
     {
-      std::vector<std::function<void()>> steps;
+      Steps steps;
       if (wanted("publish", "raw-publish")) {
-        steps.emplace_back([&] {
+        steps.emplace_back("raw-publish", [&] {
           const std::string name = queue("raw-pub");
           keep(raw_pubs, "raw-publish", RawPublisher(endpoint, name, raw, config.messages, config.batch).run());
           drain(name, config.messages);
         });
       }
       if (wanted("publish", "sdk-publish")) {
-        steps.emplace_back([&] {
+        steps.emplace_back("sdk-publish", [&] {
           const std::string name = queue("sdk-pub");
           keep(sdk_pubs, "sdk-publish", sdk_publish(config, *transport, name, body));
           drain(name, config.messages);
@@ -654,9 +705,9 @@ int main(int argc, char** argv) {
       const char* raw_name = c1 ? "raw-c1" : "raw-c4";
       const char* sdk_name = c1 ? "sdk-c1" : "sdk-c4";
       const char* worker_name = c1 ? "worker-c1" : "worker-c4";
-      std::vector<std::function<void()>> steps;
+      Steps steps;
       if (wanted(group, raw_name)) {
-        steps.emplace_back([&] {
+        steps.emplace_back(raw_name, [&] {
           const std::string name = filled(raw_name, config.messages);
           keep(c1 ? raw_c1s : raw_c4s, raw_name,
                RawConsumers(endpoint, name, config.messages, threads, options->credit).run());
@@ -665,7 +716,7 @@ int main(int argc, char** argv) {
       // As many connections as the raw loop has.
       const auto connections = static_cast<std::uint32_t>(threads);
       if (wanted(group, sdk_name)) {
-        steps.emplace_back([&] {
+        steps.emplace_back(sdk_name, [&] {
           const std::string name = filled(sdk_name, config.messages);
           keep(c1 ? sdk_c1s : sdk_c4s, sdk_name,
                with_sdk(name, connections, [&](bq::artemis::Transport& sdk, const std::string& q) {
@@ -674,7 +725,7 @@ int main(int argc, char** argv) {
         });
       }
       if (!c1 && wanted(group, "sdk-c4-one")) {
-        steps.emplace_back([&] {
+        steps.emplace_back("sdk-c4-one", [&] {
           const std::string name = filled("sdk-c4-one", config.messages);
           keep(sdk_c4_ones, "sdk-c4-one", with_sdk(name, 1, [&](bq::artemis::Transport& sdk, const std::string& q) {
                  return sdk_consume(config.messages, sdk, q, threads);
@@ -682,7 +733,7 @@ int main(int argc, char** argv) {
         });
       }
       if (wanted(group, worker_name)) {
-        steps.emplace_back([&] {
+        steps.emplace_back(worker_name, [&] {
           const std::string name = filled(worker_name, config.messages);
           keep(c1 ? worker_c1s : worker_c4s, worker_name,
                with_sdk(name, connections, [&](bq::artemis::Transport& sdk, const std::string& q) {
@@ -697,11 +748,16 @@ int main(int argc, char** argv) {
       // drained by a raw receiver afterwards; then Python pops a queue the
       // SDK filled.
       const std::string each_queue = queue("each");
-      in_turn(
-          {[&] { py_pubs.push_back(python_sdk(config, python_url, each_queue, "publish", body)); },
-           [&] { sdk_each.push_back(sdk_publish_each(config.python_messages, *transport, each_queue, body)); },
-           [&] { raw_each.push_back(RawPublisher(endpoint, each_queue, raw, config.python_messages, 1).run().rate); }});
+      in_turn({{"Python SDK publish",
+                [&] { py_pubs.push_back(python_sdk(config, python_url, each_queue, "publish", body)); }},
+               {"SDK publish one by one",
+                [&] { sdk_each.push_back(sdk_publish_each(config.python_messages, *transport, each_queue, body)); }},
+               {"raw publish one by one", [&] {
+                  raw_each.push_back(RawPublisher(endpoint, each_queue, raw, config.python_messages, 1).run().rate);
+                }}});
+      watchdog.watch("round " + std::to_string(round + 1) + ", draining the one-by-one queue");
       drain(each_queue, 3 * config.python_messages);
+      watchdog.watch("round " + std::to_string(round + 1) + ", Python SDK pop+ack");
       py_pops.push_back(python_sdk(config, python_url, filled("py-pop", config.python_messages), "consume", body));
     }
     auto last = [](const std::vector<double>& values) { return values.empty() ? 0.0 : values.back(); };
@@ -712,6 +768,7 @@ int main(int argc, char** argv) {
                  last(raw_c4s), last(sdk_c4s), last(worker_c4s), last(sdk_c4_ones), last(py_pubs), last(sdk_each),
                  last(raw_each), last(py_pops));
   }
+  watchdog.watch("closing the transport");
   transport->close();
 
   const double raw_pub = median(raw_pubs), sdk_pub = median(sdk_pubs);

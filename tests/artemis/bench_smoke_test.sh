@@ -7,7 +7,7 @@
 set -uo pipefail
 # shellcheck source=../support/check.sh
 source "$1/tests/support/check.sh"
-out="$("$1/bench/artemis/run.sh" "$2" --messages 1000 --batch 100 --rounds 1 --python-messages 100 2>&1)"
+out="$("$1/bench/artemis/run.sh" "$2" --messages 1000 --batch 100 --rounds 1 --python-messages 100 --step-timeout 60 2>&1)"
 echo "$out"
 for figure in "raw proton publish (batched, unsettled)" "SDK publish_batch" "raw proton receive+accept, 1 receiver" \
   "SDK receive+ack, concurrency 1" "SDK Worker consume+ack, concurrency 1" "raw proton receive+accept, 4 receivers" \
