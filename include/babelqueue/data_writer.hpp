@@ -72,7 +72,8 @@ class DataWriter {
   DataWriter& value(std::nullptr_t);
   DataWriter& value(double number);  ///< NaN and infinities are errors
   DataWriter& value(std::string_view text);
-  DataWriter& value(const char* text);  ///< a null pointer is an error
+  /// A null pointer is an error.
+  DataWriter& value(const char* text) { return text != nullptr ? value(std::string_view(text)) : null_string(); }
   /// Only a bool itself: a pointer or a number never turns into true.
   template <std::same_as<bool> B>
   DataWriter& value(B flag) {
@@ -113,6 +114,18 @@ class DataWriter {
   const std::optional<ErrorInfo>& error() const noexcept { return error_; }
   ///@}
 
+  /// What may come next; one byte, so that most calls test one thing.
+  enum class State : std::uint8_t {
+    start,       ///< nothing written: data's begin_object() is due
+    first_key,   ///< in an empty object: a key
+    next_key,    ///< in an object: ',' and a key, or its end
+    value,       ///< in an object, after a key: its value
+    first_item,  ///< in an empty array: a value or its end
+    next_item,   ///< in an array: ',' and a value, or its end
+    done,        ///< data's object is closed: nothing more
+    failed,      ///< a mistake was made: nothing more
+  };
+
  private:
   friend class EnvelopeBuilder;
   DataWriter(detail::JsonOut& out, detail::DataWriterStacks& stacks) noexcept;
@@ -125,15 +138,21 @@ class DataWriter {
   /// Checks that a value (of this kind, for the message) may come now and
   /// writes the ',' before it; false after a mistake.
   bool before_value(std::string_view kind);
+  bool misplaced_value(std::string_view kind);
   DataWriter& open(char bracket, bool object);
   DataWriter& close(char bracket, bool object);
+  DataWriter& misplaced_key(std::string_view name);
+  DataWriter& misplaced_end(bool object);
+  DataWriter& null_string();
   void fail(Errc code, std::string message);
+  void fail(ErrorInfo error);
 
   detail::JsonOut& out_;
   detail::DataWriterStacks& stacks_;
   std::optional<ErrorInfo> error_;
-  bool started_ = false;  ///< data's object was opened
-  bool key_due_ = false;  ///< in an object, a key comes next
+  std::size_t depth_ = 0;        ///< open containers, data's object the first
+  std::uint32_t first_key_ = 0;  ///< where the open object's keys begin on the stack
+  State state_ = State::start;
 };
 
 /// A typed message that writes its own data (see above). It may also be a

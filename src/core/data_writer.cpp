@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <string>
 
 namespace babelqueue {
@@ -17,81 +18,109 @@ namespace {
 
 std::string quoted_key(std::string_view name) { return "\"" + std::string(name) + "\""; }
 
+// The first 8 bytes of text, zero-padded when it is shorter. Read from the
+// caller's text, not from the token just written: a load of bytes that
+// several stores have just written waits for them to land.
+std::uint64_t head_of(std::string_view text) noexcept {
+  std::uint64_t head = 0;
+  if (text.size() >= sizeof head) {
+    std::memcpy(&head, text.data(), sizeof head);
+    return head;
+  }
+#if defined(__SSE2__)
+  if (detail::within_page(text.data())) {
+    head = static_cast<std::uint64_t>(_mm_cvtsi128_si64(detail::load_block_in_page(text.data())));
+    return head & ((std::uint64_t{1} << (8 * text.size())) - 1);
+  }
+#endif
+  std::memcpy(&head, text.data(), text.size());
+  return head;
+}
+
 }  // namespace
 
 DataWriter::DataWriter(detail::JsonOut& out, detail::DataWriterStacks& stacks) noexcept : out_(out), stacks_(stacks) {
   stacks_.clear();
 }
 
-void DataWriter::fail(Errc code, std::string message) {
-  if (!error_) error_.emplace(code, std::move(message));
+void DataWriter::fail(ErrorInfo error) {
+  if (state_ == State::failed) return;
+  error_.emplace(std::move(error));
+  state_ = State::failed;
 }
 
+void DataWriter::fail(Errc code, std::string message) { fail(ErrorInfo(code, std::move(message))); }
+
 bool DataWriter::before_value(std::string_view kind) {
-  if (error_) return false;
-  if (stacks_.levels.empty()) {
-    if (started_) {
+  switch (state_) {
+    case State::value: state_ = State::next_key; return true;
+    case State::first_item: state_ = State::next_item; return true;
+    case State::next_item: out_.put(','); return true;
+    default: return misplaced_value(kind);
+  }
+}
+
+bool DataWriter::misplaced_value(std::string_view kind) {
+  switch (state_) {
+    case State::start: fail(Errc::invalid_argument, "data must be a JSON object, got " + std::string(kind)); break;
+    case State::done:
       fail(Errc::invalid_argument, "data is complete: nothing may be written after its closing end_object()");
-    } else {
-      fail(Errc::invalid_argument, "data must be a JSON object, got " + std::string(kind));
-    }
-    return false;
-  }
-  auto& level = stacks_.levels.back();
-  if (level.object) {
-    if (key_due_) {
+      break;
+    case State::first_key:
+    case State::next_key:
       fail(Errc::invalid_argument, "a key is due in a data object, got " + std::string(kind));
-      return false;
-    }
-    key_due_ = true;
-  } else if (!level.empty) {
-    out_.put(',');
+      break;
+    default: break;  // failed already
   }
-  level.empty = false;
-  return true;
+  return false;
 }
 
 DataWriter& DataWriter::open(char bracket, bool object) {
-  if (stacks_.levels.empty() && !started_ && !error_) {
+  if (state_ == State::start) {
     if (!object) {
       fail(Errc::invalid_argument, "data must be a JSON object, got array");
       return *this;
     }
-    started_ = true;
+    state_ = State::done;  // what follows data's object
   } else if (!before_value(object ? "object" : "array")) {
     return *this;
   }
-  if (stacks_.levels.size() == kMaxDepth) {
+  if (depth_ == kMaxDepth) {
     fail(Errc::invalid_argument, "data nests deeper than " + std::to_string(kMaxDepth) +
                                      " levels, more than an envelope may hold (DecodeOptions::max_depth)");
     return *this;
   }
-  stacks_.levels.push_back({static_cast<std::uint32_t>(stacks_.keys.size()), object, true});
-  key_due_ = object;
+  stacks_.levels.push_back({first_key_, state_});
+  ++depth_;
+  first_key_ = static_cast<std::uint32_t>(stacks_.keys.size());
+  state_ = object ? State::first_key : State::first_item;
   out_.put(bracket);
   return *this;
 }
 
 DataWriter& DataWriter::close(char bracket, bool object) {
-  if (error_) return *this;
-  const std::string_view call = object ? "end_object()" : "end_array()";
-  if (stacks_.levels.empty()) {
-    fail(Errc::invalid_argument, std::string(call) + " without an open " + (object ? "object" : "array"));
-    return *this;
-  }
-  const auto& level = stacks_.levels.back();
-  if (level.object != object) {
-    fail(Errc::invalid_argument, std::string(call) + " closes an " + (object ? "array" : "object"));
-    return *this;
-  }
-  if (object && !key_due_) {
-    fail(Errc::invalid_argument, "end_object() after a key without its value");
-    return *this;
-  }
-  stacks_.keys.resize(level.first_key);
+  const bool open_here = object ? (state_ == State::first_key || state_ == State::next_key)
+                                : (state_ == State::first_item || state_ == State::next_item);
+  if (!open_here) return misplaced_end(object);
+  stacks_.keys.resize(first_key_);
+  const detail::DataWriterStacks::Level parent = stacks_.levels.back();
   stacks_.levels.pop_back();
-  key_due_ = !stacks_.levels.empty() && stacks_.levels.back().object;
+  --depth_;
+  first_key_ = parent.first_key;
+  state_ = parent.state;
   out_.put(bracket);
+  return *this;
+}
+
+DataWriter& DataWriter::misplaced_end(bool object) {
+  const std::string call = object ? "end_object()" : "end_array()";
+  switch (state_) {
+    case State::start:
+    case State::done: fail(Errc::invalid_argument, call + " without an open " + (object ? "object" : "array")); break;
+    case State::value: fail(Errc::invalid_argument, call + " after a key without its value"); break;
+    case State::failed: break;
+    default: fail(Errc::invalid_argument, call + " closes an " + (object ? "array" : "object")); break;
+  }
   return *this;
 }
 
@@ -101,37 +130,44 @@ DataWriter& DataWriter::begin_array() { return open('[', false); }
 DataWriter& DataWriter::end_array() { return close(']', false); }
 
 DataWriter& DataWriter::key(std::string_view name) {
-  if (error_) return *this;
-  if (stacks_.levels.empty() || !stacks_.levels.back().object) {
-    fail(Errc::invalid_argument, "key " + quoted_key(name) + " outside an object: keys are written in objects only");
-    return *this;
-  }
-  if (!key_due_) {
-    fail(Errc::invalid_argument, "key " + quoted_key(name) + " where the previous key's value is due");
-    return *this;
-  }
-  auto& level = stacks_.levels.back();
+  if (state_ != State::first_key && state_ != State::next_key) return misplaced_key(name);
+  const bool first = state_ == State::first_key;
   // The token starts after the ',' and ends before the ':'.
-  const std::size_t begin = out_.size() + (level.empty ? 0 : 1);
-  if (const detail::WriteStatus status = out_.key(name, level.empty); status != detail::WriteStatus::ok) {
-    error_.emplace(detail::write_error(status));
+  const std::size_t begin = out_.size() + (first ? 0 : 1);
+  if (const detail::WriteStatus status = out_.key(name, first); status != detail::WriteStatus::ok) {
+    fail(detail::write_error(status));
     return *this;
   }
   const detail::DataWriterStacks::Key written{static_cast<std::uint32_t>(begin),
-                                              static_cast<std::uint32_t>(out_.size() - 1 - begin)};
+                                              static_cast<std::uint32_t>(out_.size() - 1 - begin),
+                                              static_cast<std::uint32_t>(name.size()), head_of(name)};
   // Objects are small: a scan of this object's keys costs less than a set.
   const char* bytes = out_.data();
-  const auto first = stacks_.keys.begin() + level.first_key;
-  const bool duplicate = std::any_of(first, stacks_.keys.end(), [&](const detail::DataWriterStacks::Key& k) {
-    return k.size == written.size && std::memcmp(bytes + k.offset, bytes + written.offset, k.size) == 0;
+  const auto keys = std::span(stacks_.keys).subspan(first_key_);
+  const bool duplicate = std::any_of(keys.begin(), keys.end(), [&](const detail::DataWriterStacks::Key& k) {
+    return k.head == written.head && k.name_size == written.name_size &&
+           (written.name_size <= sizeof written.head ||
+            (k.size == written.size && std::memcmp(bytes + k.offset, bytes + written.offset, k.size) == 0));
   });
   if (duplicate) {
     fail(Errc::invalid_argument, "data has the key " + quoted_key(name) + " twice in one object");
     return *this;
   }
   stacks_.keys.push_back(written);
-  level.empty = false;
-  key_due_ = false;
+  state_ = State::value;
+  return *this;
+}
+
+DataWriter& DataWriter::misplaced_key(std::string_view name) {
+  switch (state_) {
+    case State::value:
+      fail(Errc::invalid_argument, "key " + quoted_key(name) + " where the previous key's value is due");
+      break;
+    case State::failed: break;
+    default:
+      fail(Errc::invalid_argument, "key " + quoted_key(name) + " outside an object: keys are written in objects only");
+      break;
+  }
   return *this;
 }
 
@@ -158,7 +194,7 @@ DataWriter& DataWriter::unsigned_integer(std::uint64_t number) {
 DataWriter& DataWriter::value(double number) {
   if (!before_value("double")) return *this;
   if (const detail::WriteStatus status = out_.number(number); status != detail::WriteStatus::ok) {
-    error_.emplace(detail::write_error(status));
+    fail(detail::write_error(status));
   }
   return *this;
 }
@@ -166,25 +202,24 @@ DataWriter& DataWriter::value(double number) {
 DataWriter& DataWriter::value(std::string_view text) {
   if (!before_value("string")) return *this;
   if (const detail::WriteStatus status = out_.string(text); status != detail::WriteStatus::ok) {
-    error_.emplace(detail::write_error(status));
+    fail(detail::write_error(status));
   }
   return *this;
 }
 
-DataWriter& DataWriter::value(const char* text) {
-  if (text == nullptr) {
-    fail(Errc::invalid_argument, "a null const char* is not a string; write value(nullptr) for a JSON null");
-    return *this;
-  }
-  return value(std::string_view(text));
+DataWriter& DataWriter::null_string() {
+  fail(Errc::invalid_argument, "a null const char* is not a string; write value(nullptr) for a JSON null");
+  return *this;
 }
 
 std::optional<ErrorInfo> DataWriter::finish() {
   if (error_) return error_;
-  if (!started_) return ErrorInfo(Errc::invalid_argument, "write_data wrote nothing: data must be a JSON object");
-  if (!stacks_.levels.empty()) {
+  if (state_ == State::start) {
+    return ErrorInfo(Errc::invalid_argument, "write_data wrote nothing: data must be a JSON object");
+  }
+  if (depth_ != 0) {
     return ErrorInfo(Errc::invalid_argument,
-                     "data is unfinished: " + std::to_string(stacks_.levels.size()) + " object or array still open");
+                     "data is unfinished: " + std::to_string(depth_) + " object or array still open");
   }
   return std::nullopt;
 }

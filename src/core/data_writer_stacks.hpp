@@ -4,23 +4,29 @@
 // data allocates nothing for it.
 #pragma once
 
+#include <babelqueue/data_writer.hpp>
+
 #include <cstdint>
 #include <vector>
 
 namespace babelqueue::detail {
 
 struct DataWriterStacks {
-  // An open container; first_key indexes keys, where an object's keys begin.
+  // The container around an open one: where its keys begin, and what may
+  // come in it once the inner one is closed.
   struct Level {
     std::uint32_t first_key = 0;
-    bool object = false;
-    bool empty = true;  // nothing written in it yet: no ',' before the next
+    DataWriter::State state = DataWriter::State::done;
   };
-  // A key token of an open object, where it lies in the output: canonical
-  // escaping is one-to-one, so equal tokens are equal keys.
+  // A key of an open object: where its token lies in the output (canonical
+  // escaping is one-to-one, so equal tokens are equal keys), and the size and
+  // first 8 bytes (zero-padded) of the key itself: most keys are told apart,
+  // or found equal, by those alone, without a memcmp.
   struct Key {
     std::uint32_t offset = 0;
     std::uint32_t size = 0;
+    std::uint32_t name_size = 0;
+    std::uint64_t head = 0;
   };
   std::vector<Level> levels;
   std::vector<Key> keys;
