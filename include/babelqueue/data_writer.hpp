@@ -39,6 +39,13 @@ class JsonOut;
 struct DataWriterStacks;
 }  // namespace detail
 
+/// The integer types DataWriter::value takes: every one but bool and the
+/// character types (a character is not a number, nor a one-letter string).
+template <class I>
+concept DataInteger =
+    std::integral<I> && !std::same_as<I, bool> && !std::same_as<I, char> && !std::same_as<I, wchar_t> &&
+    !std::same_as<I, char8_t> && !std::same_as<I, char16_t> && !std::same_as<I, char32_t>;
+
 /// The deepest nesting a decoder reads by default (DecodeOptions::max_depth),
 /// the envelope's own object counting as the first level.
 inline constexpr std::size_t kDefaultMaxDepth = 512;
@@ -81,9 +88,8 @@ class DataWriter {
   }
   /// Any integer type, written exactly (signed as int64, unsigned as uint64),
   /// never through a double.
-  template <std::integral I>
-  requires(!std::same_as<I, bool> && !std::same_as<I, char> && !std::same_as<I, wchar_t> && !std::same_as<I, char8_t> &&
-           !std::same_as<I, char16_t> && !std::same_as<I, char32_t>) DataWriter& value(I number) {
+  template <DataInteger I>
+  DataWriter& value(I number) {
     if constexpr (std::is_signed_v<I>) {
       return signed_integer(static_cast<std::int64_t>(number));
     } else {
@@ -101,11 +107,25 @@ class DataWriter {
   }
   ///@}
 
-  /// An object member: key(name) then value(v).
+  /// An object member: key(name) then value(v). A scalar member is written
+  /// by one call instead of two: most of data is members.
   template <class V>
   DataWriter& member(std::string_view name, const V& v) {
-    key(name);
-    return value(v);
+    if constexpr (std::same_as<V, bool>) {
+      return bool_member(name, v);
+    } else if constexpr (DataInteger<V> && std::is_signed_v<V>) {
+      return signed_member(name, static_cast<std::int64_t>(v));
+    } else if constexpr (DataInteger<V>) {
+      return unsigned_member(name, static_cast<std::uint64_t>(v));
+    } else if constexpr (std::floating_point<V>) {
+      return double_member(name, static_cast<double>(v));
+    } else if constexpr (!std::is_pointer_v<V> && !std::same_as<V, std::nullptr_t> &&
+                         std::is_convertible_v<const V&, std::string_view>) {
+      return string_member(name, std::string_view(v));
+    } else {
+      key(name);
+      return value(v);
+    }
   }
 
   /// Whether a mistake was made; its error is what Envelope::make returns.
@@ -133,6 +153,16 @@ class DataWriter {
   std::optional<ErrorInfo> finish();
 
   DataWriter& boolean(bool flag);
+  /// The members member() writes in one call.
+  ///@{
+  DataWriter& bool_member(std::string_view name, bool flag);
+  DataWriter& signed_member(std::string_view name, std::int64_t number);
+  DataWriter& unsigned_member(std::string_view name, std::uint64_t number);
+  DataWriter& double_member(std::string_view name, double number);
+  DataWriter& string_member(std::string_view name, std::string_view text);
+  ///@}
+  /// Writes a key where one is due; false after a mistake.
+  bool write_key(std::string_view name);
   DataWriter& signed_integer(std::int64_t number);
   DataWriter& unsigned_integer(std::uint64_t number);
   /// Checks that a value (of this kind, for the message) may come now and
@@ -142,6 +172,7 @@ class DataWriter {
   DataWriter& open(char bracket, bool object);
   DataWriter& close(char bracket, bool object);
   DataWriter& misplaced_key(std::string_view name);
+  DataWriter& duplicate_key(std::string_view name);
   DataWriter& misplaced_end(bool object);
   DataWriter& null_string();
   void fail(Errc code, std::string message);
@@ -152,6 +183,7 @@ class DataWriter {
   std::optional<ErrorInfo> error_;
   std::size_t depth_ = 0;        ///< open containers, data's object the first
   std::uint32_t first_key_ = 0;  ///< where the open object's keys begin on the stack
+  std::uint64_t key_bits_ = 0;   ///< one bit per key of the open object, of its size and head
   State state_ = State::start;
 };
 

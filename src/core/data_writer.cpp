@@ -43,13 +43,16 @@ DataWriter::DataWriter(detail::JsonOut& out, detail::DataWriterStacks& stacks) n
   stacks_.clear();
 }
 
-void DataWriter::fail(ErrorInfo error) {
+// Mistakes are rare: kept out of the callers' way.
+[[gnu::cold, gnu::noinline]] void DataWriter::fail(ErrorInfo error) {
   if (state_ == State::failed) return;
   error_.emplace(std::move(error));
   state_ = State::failed;
 }
 
-void DataWriter::fail(Errc code, std::string message) { fail(ErrorInfo(code, std::move(message))); }
+[[gnu::cold, gnu::noinline]] void DataWriter::fail(Errc code, std::string message) {
+  fail(ErrorInfo(code, std::move(message)));
+}
 
 bool DataWriter::before_value(std::string_view kind) {
   switch (state_) {
@@ -60,7 +63,7 @@ bool DataWriter::before_value(std::string_view kind) {
   }
 }
 
-bool DataWriter::misplaced_value(std::string_view kind) {
+[[gnu::cold, gnu::noinline]] bool DataWriter::misplaced_value(std::string_view kind) {
   switch (state_) {
     case State::start: fail(Errc::invalid_argument, "data must be a JSON object, got " + std::string(kind)); break;
     case State::done:
@@ -90,9 +93,10 @@ DataWriter& DataWriter::open(char bracket, bool object) {
                                      " levels, more than an envelope may hold (DecodeOptions::max_depth)");
     return *this;
   }
-  stacks_.levels.push_back({first_key_, state_});
+  stacks_.levels.push_back({first_key_, key_bits_, state_});
   ++depth_;
   first_key_ = static_cast<std::uint32_t>(stacks_.keys.size());
+  key_bits_ = 0;
   state_ = object ? State::first_key : State::first_item;
   out_.put(bracket);
   return *this;
@@ -107,12 +111,13 @@ DataWriter& DataWriter::close(char bracket, bool object) {
   stacks_.levels.pop_back();
   --depth_;
   first_key_ = parent.first_key;
+  key_bits_ = parent.key_bits;
   state_ = parent.state;
   out_.put(bracket);
   return *this;
 }
 
-DataWriter& DataWriter::misplaced_end(bool object) {
+[[gnu::cold, gnu::noinline]] DataWriter& DataWriter::misplaced_end(bool object) {
   const std::string call = object ? "end_object()" : "end_array()";
   switch (state_) {
     case State::start:
@@ -129,36 +134,52 @@ DataWriter& DataWriter::end_object() { return close('}', true); }
 DataWriter& DataWriter::begin_array() { return open('[', false); }
 DataWriter& DataWriter::end_array() { return close(']', false); }
 
-DataWriter& DataWriter::key(std::string_view name) {
-  if (state_ != State::first_key && state_ != State::next_key) return misplaced_key(name);
+// Inlined into key() and each member function.
+[[gnu::always_inline]] inline bool DataWriter::write_key(std::string_view name) {
+  if (state_ != State::first_key && state_ != State::next_key) {
+    misplaced_key(name);
+    return false;
+  }
   const bool first = state_ == State::first_key;
   // The token starts after the ',' and ends before the ':'.
   const std::size_t begin = out_.size() + (first ? 0 : 1);
   if (const detail::WriteStatus status = out_.key(name, first); status != detail::WriteStatus::ok) {
     fail(detail::write_error(status));
-    return *this;
+    return false;
   }
   const detail::DataWriterStacks::Key written{static_cast<std::uint32_t>(begin),
                                               static_cast<std::uint32_t>(out_.size() - 1 - begin),
                                               static_cast<std::uint32_t>(name.size()), head_of(name)};
-  // Objects are small: a scan of this object's keys costs less than a set.
-  const char* bytes = out_.data();
-  const auto keys = std::span(stacks_.keys).subspan(first_key_);
-  const bool duplicate = std::any_of(keys.begin(), keys.end(), [&](const detail::DataWriterStacks::Key& k) {
-    return k.head == written.head && k.name_size == written.name_size &&
-           (written.name_size <= sizeof written.head ||
-            (k.size == written.size && std::memcmp(bytes + k.offset, bytes + written.offset, k.size) == 0));
-  });
+  // A key whose bit (of its size and head) no earlier key of the object set
+  // is new; only one whose bit is taken is looked for among them. Objects
+  // are small: a scan of their keys costs less than a set.
+  const std::uint64_t bit = std::uint64_t{1} << (((written.head ^ written.name_size) * 0x9E3779B97F4A7C15ULL) >> 58U);
+  bool duplicate = false;
+  if ((key_bits_ & bit) != 0) {
+    const char* bytes = out_.data();
+    const auto keys = std::span(stacks_.keys).subspan(first_key_);
+    duplicate = std::any_of(keys.begin(), keys.end(), [&](const detail::DataWriterStacks::Key& k) {
+      return k.head == written.head && k.name_size == written.name_size &&
+             (written.name_size <= sizeof written.head ||
+              (k.size == written.size && std::memcmp(bytes + k.offset, bytes + written.offset, k.size) == 0));
+    });
+  }
+  key_bits_ |= bit;
   if (duplicate) {
-    fail(Errc::invalid_argument, "data has the key " + quoted_key(name) + " twice in one object");
-    return *this;
+    duplicate_key(name);
+    return false;
   }
   stacks_.keys.push_back(written);
   state_ = State::value;
+  return true;
+}
+
+[[gnu::cold, gnu::noinline]] DataWriter& DataWriter::duplicate_key(std::string_view name) {
+  fail(Errc::invalid_argument, "data has the key " + quoted_key(name) + " twice in one object");
   return *this;
 }
 
-DataWriter& DataWriter::misplaced_key(std::string_view name) {
+[[gnu::cold, gnu::noinline]] DataWriter& DataWriter::misplaced_key(std::string_view name) {
   switch (state_) {
     case State::value:
       fail(Errc::invalid_argument, "key " + quoted_key(name) + " where the previous key's value is due");
@@ -167,6 +188,54 @@ DataWriter& DataWriter::misplaced_key(std::string_view name) {
     default:
       fail(Errc::invalid_argument, "key " + quoted_key(name) + " outside an object: keys are written in objects only");
       break;
+  }
+  return *this;
+}
+
+DataWriter& DataWriter::key(std::string_view name) {
+  write_key(name);
+  return *this;
+}
+
+// A member's value follows its key at once: no state to check.
+DataWriter& DataWriter::bool_member(std::string_view name, bool flag) {
+  if (write_key(name)) {
+    state_ = State::next_key;
+    out_.literal(flag ? std::string_view("true") : std::string_view("false"));
+  }
+  return *this;
+}
+
+DataWriter& DataWriter::signed_member(std::string_view name, std::int64_t number) {
+  if (write_key(name)) {
+    state_ = State::next_key;
+    out_.integer(number);
+  }
+  return *this;
+}
+
+DataWriter& DataWriter::unsigned_member(std::string_view name, std::uint64_t number) {
+  if (write_key(name)) {
+    state_ = State::next_key;
+    out_.integer(number);
+  }
+  return *this;
+}
+
+DataWriter& DataWriter::double_member(std::string_view name, double number) {
+  if (!write_key(name)) return *this;
+  state_ = State::next_key;
+  if (const detail::WriteStatus status = out_.number(number); status != detail::WriteStatus::ok) {
+    fail(detail::write_error(status));
+  }
+  return *this;
+}
+
+DataWriter& DataWriter::string_member(std::string_view name, std::string_view text) {
+  if (!write_key(name)) return *this;
+  state_ = State::next_key;
+  if (const detail::WriteStatus status = out_.string(text); status != detail::WriteStatus::ok) {
+    fail(detail::write_error(status));
   }
   return *this;
 }
@@ -207,7 +276,7 @@ DataWriter& DataWriter::value(std::string_view text) {
   return *this;
 }
 
-DataWriter& DataWriter::null_string() {
+[[gnu::cold, gnu::noinline]] DataWriter& DataWriter::null_string() {
   fail(Errc::invalid_argument, "a null const char* is not a string; write value(nullptr) for a JSON null");
   return *this;
 }

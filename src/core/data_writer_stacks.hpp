@@ -12,10 +12,11 @@
 namespace babelqueue::detail {
 
 struct DataWriterStacks {
-  // The container around an open one: where its keys begin, and what may
-  // come in it once the inner one is closed.
+  // The container around an open one: where its keys begin, the bits of
+  // its keys, and what may come in it once the inner one is closed.
   struct Level {
     std::uint32_t first_key = 0;
+    std::uint64_t key_bits = 0;
     DataWriter::State state = DataWriter::State::done;
   };
   // A key of an open object: where its token lies in the output (canonical

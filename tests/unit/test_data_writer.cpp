@@ -175,6 +175,8 @@ struct Containers {
     for (int i = 0; i < 10; ++i) out.end_array();
     // A key with escapes and non-ASCII, and its unescaped twin elsewhere.
     out.member("ké\"y\n", 1).member("ké\"y", 2);
+    // Keys of one size and one first 8 bytes, told apart by their bytes.
+    out.member("a_long_key_one", 3).member("a_long_key_two", 4).member("a_long_\"ey_one", 5);
     out.end_object();
   }
 
@@ -199,7 +201,10 @@ struct Containers {
                               {"records", std::move(records)},
                               {"deep", std::move(deep)},
                               {"ké\"y\n", 1},
-                              {"ké\"y", 2}});
+                              {"ké\"y", 2},
+                              {"a_long_key_one", 3},
+                              {"a_long_key_two", 4},
+                              {"a_long_\"ey_one", 5}});
   }
   static Containers from_value(const bq::Value&) { return {}; }
 };
@@ -324,6 +329,13 @@ std::vector<Mistake> mistakes() {
        "NaN and infinities cannot be written as JSON"},
       {"a duplicate key", [](DataWriter& w) { w.begin_object().member("a", 1).member("b", 2).member("a", 3); }, e,
        "the key \"a\" twice in one object"},
+      {"a duplicate long key",
+       [](DataWriter& w) {
+         w.begin_object().member("a_long_key_one", 1).member("a_long_key_two", 2).key("a_long_key_one").value(3);
+       },
+       e, "the key \"a_long_key_one\" twice"},
+      {"a duplicate key written by key() and by member()",
+       [](DataWriter& w) { w.begin_object().key("k").value(true).member("k", false); }, e, "the key \"k\" twice"},
       {"a duplicate key in a nested object",
        [](DataWriter& w) { w.begin_object().member("a", 1).key("o").begin_object().member("k", 1).member("k", 2); }, e,
        "the key \"k\" twice"},
