@@ -18,23 +18,15 @@ namespace {
 
 std::string quoted_key(std::string_view name) { return "\"" + std::string(name) + "\""; }
 
-// The first 8 bytes of text, zero-padded when it is shorter. Read from the
-// caller's text, not from the token just written: a load of bytes that
-// several stores have just written waits for them to land.
-std::uint64_t head_of(std::string_view text) noexcept {
-  std::uint64_t head = 0;
-  if (text.size() >= sizeof head) {
-    std::memcpy(&head, text.data(), sizeof head);
-    return head;
-  }
-#if defined(__SSE2__)
-  if (detail::within_page(text.data())) {
-    head = static_cast<std::uint64_t>(_mm_cvtsi128_si64(detail::load_block_in_page(text.data())));
-    return head & ((std::uint64_t{1} << (8 * text.size())) - 1);
-  }
-#endif
-  std::memcpy(&head, text.data(), text.size());
-  return head;
+// Mixes a key's size and first and last bytes into 64 bits, the top ones
+// the best mixed. Computed from the caller's text, not from the token just
+// written: a load of bytes that several stores have just written waits for
+// them to land.
+std::uint64_t fingerprint(std::string_view name) noexcept {
+  const std::uint64_t ends = name.empty() ? 0
+                                          : (std::uint64_t{static_cast<unsigned char>(name.front())} << 8U) |
+                                                static_cast<unsigned char>(name.back());
+  return ((std::uint64_t{name.size()} << 16U) | ends) * 0x9E3779B97F4A7C15ULL;
 }
 
 }  // namespace
@@ -85,7 +77,7 @@ DataWriter& DataWriter::open(char bracket, bool object) {
       return *this;
     }
     state_ = State::done;  // what follows data's object
-  } else if (!before_value(object ? "object" : "array")) {
+  } else if (!before_value(object ? std::string_view("object") : std::string_view("array"))) {
     return *this;
   }
   if (depth_ == kMaxDepth) {
@@ -148,20 +140,18 @@ DataWriter& DataWriter::end_array() { return close(']', false); }
     return false;
   }
   const detail::DataWriterStacks::Key written{static_cast<std::uint32_t>(begin),
-                                              static_cast<std::uint32_t>(out_.size() - 1 - begin),
-                                              static_cast<std::uint32_t>(name.size()), head_of(name)};
-  // A key whose bit (of its size and head) no earlier key of the object set
-  // is new; only one whose bit is taken is looked for among them. Objects
-  // are small: a scan of their keys costs less than a set.
-  const std::uint64_t bit = std::uint64_t{1} << (((written.head ^ written.name_size) * 0x9E3779B97F4A7C15ULL) >> 58U);
+                                              static_cast<std::uint32_t>(out_.size() - 1 - begin)};
+  // A key whose bit (of its size and first and last bytes) no earlier key of
+  // the object set is new: most keys are known new so, without a look at the
+  // others. One whose bit is taken is looked for among them; objects are
+  // small, a scan of their keys costs less than a set.
+  const std::uint64_t bit = std::uint64_t{1} << (fingerprint(name) >> 58U);
   bool duplicate = false;
   if ((key_bits_ & bit) != 0) {
     const char* bytes = out_.data();
     const auto keys = std::span(stacks_.keys).subspan(first_key_);
     duplicate = std::any_of(keys.begin(), keys.end(), [&](const detail::DataWriterStacks::Key& k) {
-      return k.head == written.head && k.name_size == written.name_size &&
-             (written.name_size <= sizeof written.head ||
-              (k.size == written.size && std::memcmp(bytes + k.offset, bytes + written.offset, k.size) == 0));
+      return k.size == written.size && std::memcmp(bytes + k.offset, bytes + written.offset, k.size) == 0;
     });
   }
   key_bits_ |= bit;

@@ -19,15 +19,11 @@ struct DataWriterStacks {
     std::uint64_t key_bits = 0;
     DataWriter::State state = DataWriter::State::done;
   };
-  // A key of an open object: where its token lies in the output (canonical
-  // escaping is one-to-one, so equal tokens are equal keys), and the size and
-  // first 8 bytes (zero-padded) of the key itself: most keys are told apart,
-  // or found equal, by those alone, without a memcmp.
+  // A key token of an open object, where it lies in the output: canonical
+  // escaping is one-to-one, so equal tokens are equal keys.
   struct Key {
     std::uint32_t offset = 0;
     std::uint32_t size = 0;
-    std::uint32_t name_size = 0;
-    std::uint64_t head = 0;
   };
   std::vector<Level> levels;
   std::vector<Key> keys;
