@@ -163,6 +163,8 @@ class DataWriter {
   ///@}
   /// Writes a key where one is due; false after a mistake.
   bool write_key(std::string_view name);
+  /// Whether the open object has the key whose token lies at offset already.
+  bool seen(std::uint32_t offset, std::uint32_t size) const;
   DataWriter& signed_integer(std::int64_t number);
   DataWriter& unsigned_integer(std::uint64_t number);
   /// Checks that a value (of this kind, for the message) may come now and

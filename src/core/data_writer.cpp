@@ -127,6 +127,16 @@ DataWriter& DataWriter::begin_array() { return open('[', false); }
 DataWriter& DataWriter::end_array() { return close(']', false); }
 
 // Inlined into key() and each member function.
+// Out of line: asked only when the key's bit is taken, and its scan would
+// crowd the callers.
+[[gnu::noinline]] bool DataWriter::seen(std::uint32_t offset, std::uint32_t size) const {
+  const char* bytes = out_.data();
+  const auto keys = std::span(stacks_.keys).subspan(first_key_);
+  return std::any_of(keys.begin(), keys.end(), [&](const detail::DataWriterStacks::Key& k) {
+    return k.size == size && std::memcmp(bytes + k.offset, bytes + offset, size) == 0;
+  });
+}
+
 [[gnu::always_inline]] inline bool DataWriter::write_key(std::string_view name) {
   if (state_ != State::first_key && state_ != State::next_key) {
     misplaced_key(name);
@@ -146,14 +156,7 @@ DataWriter& DataWriter::end_array() { return close(']', false); }
   // others. One whose bit is taken is looked for among them; objects are
   // small, a scan of their keys costs less than a set.
   const std::uint64_t bit = std::uint64_t{1} << (fingerprint(name) >> 58U);
-  bool duplicate = false;
-  if ((key_bits_ & bit) != 0) {
-    const char* bytes = out_.data();
-    const auto keys = std::span(stacks_.keys).subspan(first_key_);
-    duplicate = std::any_of(keys.begin(), keys.end(), [&](const detail::DataWriterStacks::Key& k) {
-      return k.size == written.size && std::memcmp(bytes + k.offset, bytes + written.offset, k.size) == 0;
-    });
-  }
+  const bool duplicate = (key_bits_ & bit) != 0 && seen(written.offset, written.size);
   key_bits_ |= bit;
   if (duplicate) {
     duplicate_key(name);
