@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // DataWriter: a typed message's write_data makes the bytes its to_value()
 // makes, and every mistake fails the make with nothing sent.
+#include "fixed_make_options.hpp"
+
 #include <babelqueue/data_writer.hpp>
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/memory/transport.hpp>
@@ -21,14 +23,8 @@ namespace bq = babelqueue;
 
 namespace {
 
-bq::MakeOptions fixed() {
-  bq::MakeOptions o;
-  o.queue = "orders";
-  o.trace_id = "7b3f9c2a-e41d-4f88-9b2a-1c0d5e6f7a8b";
-  o.id = "f1e2d3c4-b5a6-4789-90ab-cdef01234567";
-  o.created_at = 1749132727000;
-  return o;
-}
+using bq::test_support::fixed_make_options;
+bq::MakeOptions fixed() { return fixed_make_options(); }
 
 // What value() takes: a bool only as itself, a number exactly, a character
 // or a pointer never (they would pass for a number or true).
