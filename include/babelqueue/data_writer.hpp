@@ -39,12 +39,15 @@ class JsonOut;
 struct DataWriterStacks;
 }  // namespace detail
 
+/// The character types: a character is not a number, nor a one-letter string.
+template <class C>
+concept CharacterType = std::same_as<C, char> || std::same_as<C, wchar_t> || std::same_as<C, char8_t> ||
+    std::same_as<C, char16_t> || std::same_as<C, char32_t>;
+
 /// The integer types DataWriter::value takes: every one but bool and the
-/// character types (a character is not a number, nor a one-letter string).
+/// character types.
 template <class I>
-concept DataInteger =
-    std::integral<I> && !std::same_as<I, bool> && !std::same_as<I, char> && !std::same_as<I, wchar_t> &&
-    !std::same_as<I, char8_t> && !std::same_as<I, char16_t> && !std::same_as<I, char32_t>;
+concept DataInteger = std::integral<I> && !std::same_as<I, bool> && !CharacterType<I>;
 
 /// The deepest nesting a decoder reads by default (DecodeOptions::max_depth),
 /// the envelope's own object counting as the first level.
@@ -96,10 +99,9 @@ class DataWriter {
       return unsigned_integer(static_cast<std::uint64_t>(number));
     }
   }
-  /// A character is not a number, nor a one-letter string: say which.
-  template <class C>
-  requires(std::same_as<C, char> || std::same_as<C, wchar_t> || std::same_as<C, char8_t> || std::same_as<C, char16_t> ||
-           std::same_as<C, char32_t>) DataWriter& value(C) = delete;
+  /// A character does not compile: write it as a string or as a number.
+  template <CharacterType C>
+  DataWriter& value(C) = delete;
   /// The value, or null when empty.
   template <class T>
   DataWriter& value(const std::optional<T>& maybe) {
