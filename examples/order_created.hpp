@@ -4,9 +4,12 @@
 // A typed message is a plain struct that names its URN and converts itself to
 // and from a babelqueue::Value (the envelope's `data` object). That is all the
 // TypedMessage concept asks for; Worker::handle<OrderCreated>, Worker::publish
-// and Envelope::make/data_as then work with the struct directly.
+// and Envelope::make/data_as then work with the struct directly. write_data
+// (data_writer.hpp) is optional: publishing then writes the struct straight
+// into the envelope's bytes instead of building a Value first.
 #pragma once
 
+#include <babelqueue/data_writer.hpp>
 #include <babelqueue/typed_message.hpp>
 #include <babelqueue/value.hpp>
 
@@ -35,6 +38,18 @@ struct OrderCreated {
         {{"order_id", order_id}, {"customer", customer}, {"amount_cents", amount_cents}, {"currency", currency}});
   }
 
+  // The same bytes as to_value(), without the Value: what every publish of an
+  // OrderCreated uses (Envelope::make prefers it). A mistake here (a key
+  // twice, a missing end_object) fails the publish; nothing is sent.
+  void write_data(babelqueue::DataWriter& out) const {
+    out.begin_object()
+        .member("order_id", order_id)
+        .member("customer", customer)
+        .member("amount_cents", amount_cents)
+        .member("currency", currency)
+        .end_object();
+  }
+
   // Throws babelqueue::Error when a field is missing or has the wrong type:
   // inside a handler that is a handler failure (retried, then dead-lettered),
   // never a crash.
@@ -54,7 +69,7 @@ struct OrderCreated {
   }
 };
 
-static_assert(babelqueue::TypedMessage<OrderCreated>);
+static_assert(babelqueue::TypedMessage<OrderCreated> && babelqueue::WritesData<OrderCreated>);
 
 // The examples mark one order with this out-of-band header to make the
 // worker's handler fail its first delivery (a simulated payment-gateway

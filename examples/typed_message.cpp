@@ -49,8 +49,8 @@ int main() {
   show("canonical envelope (what is published, byte for byte):", envelope.body());
 
   // These bytes are the wire contract: keys in canonical order (job,
-  // trace_id, data, meta, attempts), data's keys in the order to_value()
-  // wrote them, no insignificant whitespace. Every SDK of the family produces
+  // trace_id, data, meta, attempts), data's keys in the order write_data()
+  // (and to_value()) wrote them, no insignificant whitespace. Every SDK of the family produces
   // the same bytes for the same message.
   constexpr std::string_view kExpected =
       R"({"job":"urn:babel:orders:created","trace_id":"0af76519-16cd-43dd-8448-eb211c80319c",)"
@@ -58,6 +58,9 @@ int main() {
       R"("meta":{"id":"6f1c1a52-8d2e-4f0b-9a7e-0c5d2b1e3a49","queue":"orders","lang":"cpp",)"
       R"("schema_version":1,"created_at":1767225600000},"attempts":0})";
   check(envelope.body() == kExpected, "make() wrote the canonical bytes");
+  // make() took write_data(); the Value from to_value() gives the same bytes.
+  check(bq::Envelope::make(shop::OrderCreated::urn, order.to_value(), fixed).value().body() == kExpected,
+        "to_value() gives the bytes write_data() wrote");
 
   // 2. Bytes -> struct, as a consumer does.
   const bq::Envelope decoded = bq::Envelope::decode(envelope.body()).value();

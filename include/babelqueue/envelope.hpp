@@ -12,6 +12,7 @@
 // are safe.
 #pragma once
 
+#include <babelqueue/data_writer.hpp>
 #include <babelqueue/dead_letter.hpp>
 #include <babelqueue/detail/envelope_layout.hpp>
 #include <babelqueue/rejection.hpp>
@@ -48,7 +49,7 @@ struct MakeOptions {
 /// The limits and callbacks of Envelope::decode().
 struct DecodeOptions {
   std::size_t max_bytes = 16U * 1024U * 1024U;  ///< larger bodies: Rejection::too_large
-  std::size_t max_depth = 512;                  ///< deeper nesting: Rejection::too_deep
+  std::size_t max_depth = kDefaultMaxDepth;     ///< deeper nesting: Rejection::too_deep
   /// Called once per forbidden key dropped while decoding, with its JSON
   /// pointer ("/timestamp", "/meta/ts"). The warnings are also kept on the
   /// envelope (Envelope::warnings).
@@ -99,10 +100,19 @@ class Envelope {
   /// valid UTF-8. Errors: Errc::invalid_argument, Errc::invalid_utf8.
   static Result<Envelope> make(std::string_view urn, const Value& data, const MakeOptions& options = {});
 
-  /// A new envelope for a typed message: its URN and to_value() (typed_message.hpp).
-  template <TypedMessage T>
+  /// A new envelope for a typed message: its URN, and its data written by
+  /// write_data (data_writer.hpp) when it has one, else its to_value()
+  /// (typed_message.hpp). Every typed publish (Publisher, Worker) makes its
+  /// envelope here. Errors: those of make() above, and the first mistake
+  /// write_data made (DataWriter).
+  template <PublishableMessage T>
   static Result<Envelope> make(const T& message, const MakeOptions& options = {}) {
-    return make(T::urn, message.to_value(), options);
+    if constexpr (WritesData<T>) {
+      return make_written(
+          T::urn, [](const void* m, DataWriter& out) { static_cast<const T*>(m)->write_data(out); }, &message, options);
+    } else {
+      return make(T::urn, message.to_value(), options);
+    }
   }
 
   // ---- consuming ------------------------------------------------------------
@@ -195,6 +205,11 @@ class Envelope {
   using Member = detail::Member;
   using Top = detail::TopKey;
   using MetaKey = detail::MetaKey;
+
+  /// make() of a message that writes its own data: write(message, out).
+  using WriteData = void (*)(const void* message, DataWriter& out);
+  static Result<Envelope> make_written(std::string_view urn, WriteData write, const void* message,
+                                       const MakeOptions& options);
 
   std::string_view slice(Span s) const noexcept { return {buffer_.data() + s.offset, s.size}; }
   std::string_view text(const detail::Text& t) const noexcept;

@@ -115,10 +115,11 @@ class Publisher {
   /// A new envelope for urn and data, sent to params.queue (else the default
   /// queue), meta.queue set to it.
   Result<PublishReceipt> publish(std::string_view urn, const Value& data, const PublishParams& params = {});
-  /// The same for a typed message: its URN and to_value().
-  template <TypedMessage T>
+  /// The same for a typed message, its envelope made by
+  /// Envelope::make(message): written by its write_data, else its to_value().
+  template <PublishableMessage T>
   Result<PublishReceipt> publish(const T& message, const PublishParams& params = {}) {
-    return publish(T::urn, message.to_value(), params);
+    return publish_made(make(message, params), nullptr, params);
   }
   /// An envelope made elsewhere (Envelope::make, a decode), sent as its
   /// bytes are, to params.queue or else its own meta.queue; refused when
@@ -133,12 +134,12 @@ class Publisher {
   Result<std::vector<PublishReceipt>> publish_batch(std::span<const Envelope> envelopes,
                                                     const PublishParams& params = {});
   /// The same for typed messages, each made as publish(const T&) does.
-  template <TypedMessage T>
+  template <PublishableMessage T>
   Result<std::vector<PublishReceipt>> publish_batch(std::span<const T> messages, const PublishParams& params = {}) {
     std::vector<Envelope> envelopes;
     envelopes.reserve(messages.size());
     for (const T& message : messages) {
-      auto made = make(T::urn, message.to_value(), params);
+      auto made = make(message, params);
       if (!made) return unexpected(made.error());
       envelopes.push_back(std::move(*made));
     }
@@ -155,13 +156,13 @@ class Publisher {
                                                     const PublishParams& params = {});
   /// The typed forms of the two above.
   ///@{
-  template <TypedMessage T>
+  template <PublishableMessage T>
   void publish_async(const T& message, PublishCallback done, const PublishParams& params = {}) {
-    publish_async(T::urn, message.to_value(), std::move(done), params);
+    publish_made_async(make(message, params), Value(), std::move(done), params);
   }
-  template <TypedMessage T>
+  template <PublishableMessage T>
   std::future<Result<PublishReceipt>> publish_async(const T& message, const PublishParams& params = {}) {
-    return publish_async(T::urn, message.to_value(), params);
+    return future_of(make(message, params), Value(), params);
   }
   ///@}
 
@@ -173,7 +174,24 @@ class Publisher {
   Transport& transport() noexcept;                   ///< the transport it sends through
 
  private:
+  /// What Envelope::make writes for params: the queue (params' or the
+  /// default one) and the trace.
+  Result<MakeOptions> make_options(const PublishParams& params) const;
   Result<Envelope> make(std::string_view urn, const Value& data, const PublishParams& params) const;
+  template <PublishableMessage T>
+  Result<Envelope> make(const T& message, const PublishParams& params) const {
+    auto options = make_options(params);
+    if (!options) return unexpected(options.error());
+    return Envelope::make(message, *options);
+  }
+  /// The publishes of an envelope just made (or the error of making it);
+  /// data: what it was made from, when there was a Value (null otherwise),
+  /// for the middleware (PublishRequest::data).
+  ///@{
+  Result<PublishReceipt> publish_made(Result<Envelope> made, const Value* data, const PublishParams& params);
+  void publish_made_async(Result<Envelope> made, Value data, PublishCallback done, const PublishParams& params);
+  std::future<Result<PublishReceipt>> future_of(Result<Envelope> made, Value data, const PublishParams& params);
+  ///@}
   class Impl;
   std::unique_ptr<Impl> impl_;
 };

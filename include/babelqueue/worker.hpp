@@ -166,10 +166,11 @@ class Worker {
   /// Builds, encodes and publishes an envelope (through the publish side of
   /// the middleware); returns its meta.id.
   Result<std::string> publish(std::string_view urn, const Value& data, const PublishParams& params = {});
-  /// The same for a typed message: its URN and to_value().
-  template <TypedMessage T>
+  /// The same for a typed message, its envelope made by
+  /// Envelope::make(message): written by its write_data, else its to_value().
+  template <PublishableMessage T>
   Result<std::string> publish(const T& message, const PublishParams& params = {}) {
-    return publish(T::urn, message.to_value(), params);
+    return publish_made(Envelope::make(message, make_options(params)), nullptr, params);
   }
 
   /// Consumes queues (empty = the default queue) until stop() or a limit.
@@ -195,6 +196,13 @@ class Worker {
 
  private:
   void add_handler(std::string urn, Handler handler);
+  /// What Envelope::make writes for params: the queue (params' or the
+  /// default one) and the trace.
+  MakeOptions make_options(const PublishParams& params) const;
+  /// Publishes an envelope just made (or returns the error of making it);
+  /// data: what it was made from, when there was a Value, for the
+  /// middleware (PublishRequest::data).
+  Result<std::string> publish_made(Result<Envelope> made, const Value* data, const PublishParams& params);
   class Impl;
   std::unique_ptr<Impl> impl_;
 };

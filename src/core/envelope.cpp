@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "data_writer_stacks.hpp"
 #include "envelope_builder.hpp"
 #include "json_out.hpp"
 #include "json_walk.hpp"
@@ -48,17 +49,44 @@ void append_int(std::string& out, std::int64_t value) {
   out.append(buf, static_cast<std::size_t>(ptr - buf));
 }
 
+// The per-thread buffers of make(). A write_data that makes an envelope
+// itself (the user's code runs in the middle of make) gets fresh ones
+// instead of overwriting those in use.
+struct MakeScratch {
+  std::string buffer;
+  detail::DataWriterStacks stacks;
+  bool busy = false;
+};
+
+class ScratchLease {
+ public:
+  ScratchLease() {
+    thread_local MakeScratch shared;
+    if (shared.busy) {
+      scratch_ = &own_.emplace();
+    } else {
+      scratch_ = &shared;
+    }
+    scratch_->busy = true;
+  }
+  ~ScratchLease() { scratch_->busy = false; }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  MakeScratch& operator*() const noexcept { return *scratch_; }
+
+ private:
+  std::optional<MakeScratch> own_;
+  MakeScratch* scratch_;
+};
+
 }  // namespace
 
 // ---- make -------------------------------------------------------------------
 
-Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, const MakeOptions& options) {
+template <class WriteData>
+Result<Envelope> EnvelopeBuilder::build(std::string_view urn, const MakeOptions& options, WriteData write_data) {
   const std::string_view job = trim_ascii(urn);
   if (job.empty()) return unexpected(Errc::invalid_argument, "the URN must not be blank");
-  if (!data.is_null() && !data.is_object()) {
-    return unexpected(Errc::invalid_argument,
-                      "data must be a JSON object, got " + std::string(Value::kind_name(data.kind())));
-  }
   if (options.queue.empty()) return unexpected(Errc::invalid_argument, "the queue name must not be empty");
 
   char trace_buf[36];
@@ -79,8 +107,8 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
 
   // Written into a per-thread scratch buffer, then copied once at its exact
   // size: one allocation per envelope instead of a growing string's several.
-  thread_local std::string scratch;
-  detail::JsonOut out(scratch, 0);
+  const ScratchLease scratch;
+  detail::JsonOut out((*scratch).buffer, 0);
   auto record = [&](std::size_t begin) {
     return detail::Member{{}, {static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(out.size() - begin)}};
   };
@@ -108,23 +136,16 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
 
   const detail::Member job_member = field("{\"job\":", job);
   const detail::Member trace_member = field(",\"trace_id\":", trace_id);
-  if (invalid_utf8) return unexpected(Errc::invalid_utf8, "string is not valid UTF-8");
+  if (invalid_utf8) return unexpected(detail::write_error(detail::WriteStatus::invalid_utf8));
   out.literal(",\"data\":");
   const std::size_t data_begin = out.size();
-  if (data.is_null()) {
-    out.literal("{}");
-  } else if (const detail::WriteStatus status = out.value(data); status != detail::WriteStatus::ok) {
-    if (status == detail::WriteStatus::not_finite) {
-      return unexpected(Errc::invalid_argument, "NaN and infinities cannot be written as JSON");
-    }
-    return unexpected(Errc::invalid_utf8, "string is not valid UTF-8");
-  }
+  if (std::optional<ErrorInfo> error = write_data(out, (*scratch).stacks)) return unexpected(std::move(*error));
   const detail::Member data_member = record(data_begin);
   out.literal(",\"meta\":");
   const std::size_t meta_begin = out.size();
   const detail::Member id_member = field("{\"id\":", id);
   const detail::Member queue_member = field(",\"queue\":", options.queue);
-  if (invalid_utf8) return unexpected(Errc::invalid_utf8, "string is not valid UTF-8");
+  if (invalid_utf8) return unexpected(detail::write_error(detail::WriteStatus::invalid_utf8));
   // This SDK's own tag needs no escape: written as it is.
   out.literal(",\"lang\":\"");
   const std::size_t lang_begin = out.size() - 1;
@@ -178,8 +199,39 @@ Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, 
   return made;
 }
 
+Result<Envelope> EnvelopeBuilder::make(std::string_view urn, const Value& data, const MakeOptions& options) {
+  if (!data.is_null() && !data.is_object()) {
+    return unexpected(Errc::invalid_argument,
+                      "data must be a JSON object, got " + std::string(Value::kind_name(data.kind())));
+  }
+  return build(urn, options, [&](detail::JsonOut& out, detail::DataWriterStacks&) -> std::optional<ErrorInfo> {
+    if (data.is_null()) {
+      out.literal("{}");
+      return std::nullopt;
+    }
+    if (const detail::WriteStatus status = out.value(data); status != detail::WriteStatus::ok) {
+      return detail::write_error(status);
+    }
+    return std::nullopt;
+  });
+}
+
+Result<Envelope> EnvelopeBuilder::make(std::string_view urn, Envelope::WriteData write, const void* message,
+                                       const MakeOptions& options) {
+  return build(urn, options, [&](detail::JsonOut& out, detail::DataWriterStacks& stacks) {
+    DataWriter writer(out, stacks);
+    write(message, writer);
+    return writer.finish();
+  });
+}
+
 Result<Envelope> Envelope::make(std::string_view urn, const Value& data, const MakeOptions& options) {
   return EnvelopeBuilder::make(urn, data, options);
+}
+
+Result<Envelope> Envelope::make_written(std::string_view urn, WriteData write, const void* message,
+                                        const MakeOptions& options) {
+  return EnvelopeBuilder::make(urn, write, message, options);
 }
 
 // ---- fields -------------------------------------------------------------------

@@ -5,6 +5,7 @@
 // byte or per append, and strings are scanned and copied 16 bytes at a time.
 #pragma once
 
+#include <babelqueue/error.hpp>
 #include <babelqueue/value.hpp>
 
 #include <bit>
@@ -59,6 +60,10 @@ inline std::uint32_t attention_mask(__m128i bytes) noexcept {
 /// level of the recursion would cost more than writing the value).
 enum class WriteStatus { ok, invalid_utf8, not_finite };
 
+/// The error a failed write reports (status is not ok), in the same words
+/// wherever JSON is written.
+ErrorInfo write_error(WriteStatus status);
+
 class JsonOut {
  public:
   // Writes into buffer from offset start on. The buffer's size is used as its
@@ -104,6 +109,8 @@ class JsonOut {
   void integer(std::uint64_t value);
 
   WriteStatus string(std::string_view text) { return quoted(text, 0, 0); }
+  // An object member's key and its ':', after a ',' unless it is the first.
+  WriteStatus key(std::string_view text, bool first) { return quoted(text, first ? 0 : ',', ':'); }
   WriteStatus number(double value);
   WriteStatus value(const Value& value);
 

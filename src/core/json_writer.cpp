@@ -806,6 +806,13 @@ WriteStatus JsonOut::value(const Value& value) {
   return WriteStatus::ok;
 }
 
+ErrorInfo write_error(WriteStatus status) {
+  if (status == WriteStatus::not_finite) {
+    return ErrorInfo(Errc::invalid_argument, "NaN and infinities cannot be written as JSON");
+  }
+  return ErrorInfo(Errc::invalid_utf8, "string is not valid UTF-8");
+}
+
 }  // namespace detail
 
 namespace {
@@ -814,13 +821,8 @@ using detail::JsonOut;
 using detail::WriteStatus;
 
 Result<void> to_result(WriteStatus status) {
-  switch (status) {
-    case WriteStatus::ok: return {};
-    case WriteStatus::invalid_utf8: return unexpected(Errc::invalid_utf8, "string is not valid UTF-8");
-    case WriteStatus::not_finite:
-      return unexpected(Errc::invalid_argument, "NaN and infinities cannot be written as JSON");
-  }
-  return {};
+  if (status == WriteStatus::ok) return {};
+  return unexpected(detail::write_error(status));
 }
 
 // Runs one write on out: on success out ends after the new bytes, on failure

@@ -91,13 +91,13 @@ class Publisher::Impl {
                       "no queue: set PublishParams::queue or PublisherOptions::default_queue; nothing was sent");
   }
 
-  Result<Envelope> make(std::string_view urn, const Value& data, const PublishParams& params) const {
+  Result<MakeOptions> make_options(const PublishParams& params) const {
     auto queue = target(params);
     if (!queue) return unexpected(queue.error());
     MakeOptions make;
     make.queue = std::move(*queue);
     make.trace_id = params.trace_id;
-    return Envelope::make(urn, data, make);
+    return make;
   }
 
   // The queue an envelope made elsewhere goes to, or why it is refused.
@@ -273,15 +273,22 @@ Publisher::Publisher(std::unique_ptr<Transport> transport, PublisherOptions opti
 
 Publisher::~Publisher() = default;
 
+Result<MakeOptions> Publisher::make_options(const PublishParams& params) const { return impl_->make_options(params); }
+
 Result<Envelope> Publisher::make(std::string_view urn, const Value& data, const PublishParams& params) const {
-  return impl_->make(urn, data, params);
+  auto options = make_options(params);
+  if (!options) return unexpected(options.error());
+  return Envelope::make(urn, data, *options);
 }
 
 Result<PublishReceipt> Publisher::publish(std::string_view urn, const Value& data, const PublishParams& params) {
-  auto envelope = impl_->make(urn, data, params);
-  if (!envelope) return unexpected(envelope.error());
-  std::string queue(envelope->queue());
-  return impl_->send(std::move(queue), std::move(*envelope), &data, params);
+  return publish_made(make(urn, data, params), &data, params);
+}
+
+Result<PublishReceipt> Publisher::publish_made(Result<Envelope> made, const Value* data, const PublishParams& params) {
+  if (!made) return unexpected(made.error());
+  std::string queue(made->queue());
+  return impl_->send(std::move(queue), std::move(*made), data, params);
 }
 
 Result<PublishReceipt> Publisher::publish(const Envelope& envelope, const PublishParams& params) {
@@ -308,22 +315,32 @@ Result<std::vector<PublishReceipt>> Publisher::publish_batch(std::span<const Env
 
 void Publisher::publish_async(std::string_view urn, const Value& data, PublishCallback done,
                               const PublishParams& params) {
+  publish_made_async(make(urn, data, params), data, std::move(done), params);
+}
+
+void Publisher::publish_made_async(Result<Envelope> made, Value data, PublishCallback done,
+                                   const PublishParams& params) {
   if (!done) throw Error(Errc::invalid_argument, "publish_async needs a callback");
-  auto envelope = impl_->make(urn, data, params);
-  if (!envelope) {
-    done(unexpected(envelope.error()));
+  if (!made) {
+    done(unexpected(made.error()));
     return;
   }
-  std::string queue(envelope->queue());
-  impl_->submit(Job{std::move(queue), std::move(*envelope), data, params, std::move(done)});
+  std::string queue(made->queue());
+  impl_->submit(Job{std::move(queue), std::move(*made), std::move(data), params, std::move(done)});
 }
 
 std::future<Result<PublishReceipt>> Publisher::publish_async(std::string_view urn, const Value& data,
                                                              const PublishParams& params) {
+  return future_of(make(urn, data, params), data, params);
+}
+
+std::future<Result<PublishReceipt>> Publisher::future_of(Result<Envelope> made, Value data,
+                                                         const PublishParams& params) {
   auto promise = std::make_shared<std::promise<Result<PublishReceipt>>>();
   auto future = promise->get_future();
-  publish_async(
-      urn, data, [promise](Result<PublishReceipt> outcome) { promise->set_value(std::move(outcome)); }, params);
+  publish_made_async(
+      std::move(made), std::move(data),
+      [promise](Result<PublishReceipt> outcome) { promise->set_value(std::move(outcome)); }, params);
   return future;
 }
 

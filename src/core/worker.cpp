@@ -192,14 +192,17 @@ class Worker::Impl {
     chain_.add(std::move(middleware));
   }
 
-  Result<std::string> publish(std::string_view urn, const Value& data, const PublishParams& params) {
-    sealed_.store(true);
-    if (!chain_.empty()) return publish_through_middleware(urn, data, params);
+  MakeOptions make_options(const PublishParams& params) const {
     MakeOptions make;
     make.queue = params.queue.empty() ? options_.default_queue : params.queue;
     make.trace_id = params.trace_id;
-    auto env = Envelope::make(urn, data, make);
+    return make;
+  }
+
+  Result<std::string> publish(Result<Envelope> env, const Value* data, const PublishParams& params) {
+    sealed_.store(true);
     if (!env) return unexpected(env.error());
+    if (!chain_.empty()) return publish_through_middleware(std::move(*env), data, params);
     PublishOptions publish;
     publish.headers = params.headers;
     publish.delay = params.delay;
@@ -214,7 +217,7 @@ class Worker::Impl {
 
   // The same publish as a PublishRequest handed through the chain's publish
   // side; the final step sends whatever envelope the request then holds.
-  Result<std::string> publish_through_middleware(std::string_view urn, const Value& data, const PublishParams& params) {
+  Result<std::string> publish_through_middleware(Envelope env, const Value* data, const PublishParams& params) {
     std::call_once(send_composed_, [this] {
       send_ = chain_.compose_publish([this](PublishRequest& request) -> Result<void> {
         // meta.queue names the queue a dead letter goes back to: an envelope
@@ -231,13 +234,8 @@ class Worker::Impl {
         return sent;
       });
     });
-    MakeOptions make;
-    make.queue = params.queue.empty() ? options_.default_queue : params.queue;
-    make.trace_id = params.trace_id;
-    auto env = Envelope::make(urn, data, make);
-    if (!env) return unexpected(env.error());
-    std::string queue(env->queue());
-    PublishRequest request{std::move(queue), std::move(*env), &data, {}};
+    std::string queue(env.queue());
+    PublishRequest request{std::move(queue), std::move(env), data, {}};
     request.options.headers = params.headers;
     request.options.delay = params.delay;
     request.options.ordering_key = params.ordering_key;
@@ -1163,8 +1161,14 @@ void Worker::add_handler(std::string urn, Handler handler) { impl_->add_handler(
 void Worker::handle_any(Handler handler) { impl_->set_fallback(std::move(handler)); }
 void Worker::use(std::shared_ptr<Middleware> middleware) { impl_->use(std::move(middleware)); }
 
+MakeOptions Worker::make_options(const PublishParams& params) const { return impl_->make_options(params); }
+
 Result<std::string> Worker::publish(std::string_view urn, const Value& data, const PublishParams& params) {
-  return impl_->publish(urn, data, params);
+  return publish_made(Envelope::make(urn, data, make_options(params)), &data, params);
+}
+
+Result<std::string> Worker::publish_made(Result<Envelope> made, const Value* data, const PublishParams& params) {
+  return impl_->publish(std::move(made), data, params);
 }
 
 Result<RunSummary> Worker::run(std::vector<std::string> queues, RunLimits limits) {

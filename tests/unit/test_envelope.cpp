@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "fixed_make_options.hpp"
+
 #include <babelqueue/clock.hpp>
 #include <babelqueue/envelope.hpp>
 #include <babelqueue/json.hpp>
@@ -15,17 +17,10 @@ namespace bq = babelqueue;
 
 namespace {
 
-constexpr const char* kTrace = "7b3f9c2a-e41d-4f88-9b2a-1c0d5e6f7a8b";
-constexpr const char* kId = "f1e2d3c4-b5a6-4789-90ab-cdef01234567";
+constexpr const char* kTrace = bq::test_support::kFixedTrace;
+constexpr const char* kId = bq::test_support::kFixedId;
 
-bq::MakeOptions fixed(std::string queue = "orders") {
-  bq::MakeOptions o;
-  o.queue = std::move(queue);
-  o.trace_id = kTrace;
-  o.id = kId;
-  o.created_at = 1749132727000;
-  return o;
-}
+bq::MakeOptions fixed(std::string queue = "orders") { return bq::test_support::fixed_make_options(std::move(queue)); }
 
 bq::Envelope decode(std::string_view body) { return bq::Envelope::decode(body).value(); }
 
