@@ -185,7 +185,6 @@ class DataWriter {
   detail::JsonOut& out_;
   detail::DataWriterStacks& stacks_;
   std::optional<ErrorInfo> error_;
-  std::size_t depth_ = 0;        ///< open containers, data's object the first
   std::uint32_t first_key_ = 0;  ///< where the open object's keys begin on the stack
   std::uint64_t key_bits_ = 0;   ///< one bit per key of the open object, of its size and head
   State state_ = State::start;

@@ -80,13 +80,12 @@ DataWriter& DataWriter::open(char bracket, bool object) {
   } else if (!before_value(object ? std::string_view("object") : std::string_view("array"))) {
     return *this;
   }
-  if (depth_ == kMaxDepth) {
+  if (stacks_.levels.size() == kMaxDepth) {
     fail(Errc::invalid_argument, "data nests deeper than " + std::to_string(kMaxDepth) +
                                      " levels, more than an envelope may hold (DecodeOptions::max_depth)");
     return *this;
   }
   stacks_.levels.push_back({first_key_, key_bits_, state_});
-  ++depth_;
   first_key_ = static_cast<std::uint32_t>(stacks_.keys.size());
   key_bits_ = 0;
   state_ = object ? State::first_key : State::first_item;
@@ -101,7 +100,6 @@ DataWriter& DataWriter::close(char bracket, bool object) {
   stacks_.keys.resize(first_key_);
   const detail::DataWriterStacks::Level parent = stacks_.levels.back();
   stacks_.levels.pop_back();
-  --depth_;
   first_key_ = parent.first_key;
   key_bits_ = parent.key_bits;
   state_ = parent.state;
@@ -279,9 +277,9 @@ std::optional<ErrorInfo> DataWriter::finish() {
   if (state_ == State::start) {
     return ErrorInfo(Errc::invalid_argument, "write_data wrote nothing: data must be a JSON object");
   }
-  if (depth_ != 0) {
+  if (const std::size_t open = stacks_.levels.size(); open != 0) {
     return ErrorInfo(Errc::invalid_argument,
-                     "data is unfinished: " + std::to_string(depth_) + " object or array still open");
+                     "data is unfinished: " + std::to_string(open) + " object or array still open");
   }
   return std::nullopt;
 }

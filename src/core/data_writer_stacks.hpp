@@ -25,7 +25,7 @@ struct DataWriterStacks {
     std::uint32_t offset = 0;
     std::uint32_t size = 0;
   };
-  std::vector<Level> levels;
+  std::vector<Level> levels;  // one per open container: its size is the depth
   std::vector<Key> keys;
 
   void clear() noexcept {
