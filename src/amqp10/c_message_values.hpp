@@ -10,8 +10,6 @@
 
 #include "client.hpp"
 
-#include <babelqueue/error.hpp>
-
 #include <proton/codec.h>
 #include <proton/types.h>
 
