@@ -57,6 +57,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -117,19 +118,20 @@ struct Config {
 // saying nothing.
 class Watchdog {
  public:
-  explicit Watchdog(std::chrono::seconds limit) : limit_(limit) {
-    std::thread([this] {
-      for (;;) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
-        std::lock_guard lock(mutex_);
-        if (!step_.empty() && Clock::now() - since_ > limit_) {
-          std::fprintf(stderr, "babelqueue_bench_artemis: %s did not finish within %lld s; giving up\n", step_.c_str(),
-                       static_cast<long long>(limit_.count()));
-          std::_Exit(3);
-        }
-      }
-    }).detach();
+  explicit Watchdog(std::chrono::seconds limit) : limit_(limit), thread_([this] { keep_watch(); }) {}
+
+  // Stops watching; the run is over.
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
   }
+
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
 
   // Times step from now on (until the next call).
   void watch(std::string step) {
@@ -139,10 +141,24 @@ class Watchdog {
   }
 
  private:
+  void keep_watch() {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopping_; })) {
+      if (!step_.empty() && Clock::now() - since_ > limit_) {
+        std::fprintf(stderr, "babelqueue_bench_artemis: %s did not finish within %lld s; giving up\n", step_.c_str(),
+                     static_cast<long long>(limit_.count()));
+        std::_Exit(3);
+      }
+    }
+  }
+
   const std::chrono::seconds limit_;
   std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
   std::string step_;
   Clock::time_point since_;
+  std::thread thread_;  // last: it starts once the rest is made
 };
 
 double rate(int messages, Clock::duration elapsed) { return messages / std::chrono::duration<double>(elapsed).count(); }
