@@ -70,8 +70,10 @@ def main():
         check("publish --count: nothing else", [b""], [line for line in lines if len(line) != 36])
 
         # bench writes to standard output only at the end: the status shows
-        # while it runs, and is gone before the report is printed.
-        status, terminal, _ = run([bq, "--url", url, "bench", "b", "--messages", "20000", "--json"], True)
+        # while it runs, and is gone before the report is printed. The status
+        # is first drawn after 250 ms: the run must last well beyond that
+        # (20 000 messages once finished before it).
+        status, terminal, _ = run([bq, "--url", url, "bench", "b", "--messages", "200000", "--json"], True)
         check("bench, stdout on the terminal: exit", 0, status)
         check("bench: the status line was drawn", True, b"bench: " in terminal)
         report = terminal.rsplit(ERASE, 1)[-1]
