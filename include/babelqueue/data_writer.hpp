@@ -184,32 +184,36 @@ class DataWriter {
   /// one. Hands the write position back to the envelope's writer.
   std::optional<ErrorInfo> finish();
 
-  /// At least n writable bytes at the write position.
-  char* room(std::size_t n);
-  void grow(std::size_t n);
+  // The tokens of a call are written from a position p it keeps in a
+  // register, passed to and returned by these, and stored in cur_ once per
+  // call: a byte stored through a char pointer may be any object, the
+  // writer's own members included, so cur_ would otherwise be stored and
+  // loaded again around every token, each waiting for the one before. They
+  // return the position after the token, or nullptr after a mistake (kept,
+  // the state failed). lead is a byte before the token (a ','), trail one
+  // after it (a key's ':'), each skipped when 0.
+  ///@{
+  /// At least n writable bytes at p (the buffer may move: p moves with it).
+  char* room_at(char* p, std::size_t n);
+  char* grow_at(char* p, std::size_t n);
+  /// A key where one is due, its state left to the caller.
+  char* key_at(char* p, std::string_view name);
+  char* string_at(char* p, std::string_view text, char lead, char trail);
+  char* string_slow_at(char* p, std::string_view text, char lead, char trail);
+  char* integer_at(char* p, std::int64_t number, char lead);
+  char* integer_slow_at(char* p, std::int64_t number, char lead);
+  char* unsigned_at(char* p, std::uint64_t number, char lead);
+  char* unsigned_slow_at(char* p, std::uint64_t number, char lead);
+  char* double_at(char* p, double number, char lead);
+  char* literal_at(char* p, std::string_view text, char lead);
+  ///@}
   /// Where a value may come now: the byte it needs before it (',', or 0 for
   /// none), the state moved past it. Elsewhere -1, the mistake kept.
   int before_value(std::string_view kind);
   bool misplaced_value(std::string_view kind);
-  /// Writes a key where one is due, its state left to the caller; false
-  /// after a mistake.
-  bool write_key(std::string_view name);
   /// Whether the key token just written is new in its object, its bit being
   /// taken: the object's other keys are compared. A duplicate is a mistake.
   bool taken_key_is_new(std::string_view name, KeyToken token);
-  /// The tokens of values, after the byte lead when it is not 0 (a ',').
-  ///@{
-  /// text's string token, then trail when it is not 0 (a key's ':'); false
-  /// after a mistake.
-  bool string_token(std::string_view text, char lead, char trail);
-  bool string_token_slow(std::string_view text, char lead, char trail);
-  void integer_token(std::int64_t number, char lead);
-  void integer_token_slow(std::int64_t number, char lead);
-  void unsigned_token(std::uint64_t number, char lead);
-  void unsigned_token_slow(std::uint64_t number, char lead);
-  bool double_token(double number, char lead);
-  void literal(std::string_view text, char lead);
-  ///@}
 
   DataWriter& boolean(bool flag);
   DataWriter& signed_integer(std::int64_t number);

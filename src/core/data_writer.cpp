@@ -39,10 +39,11 @@ DataWriter::DataWriter(detail::JsonOut& out, detail::DataWriterStacks& stacks) n
   limit_ = out_.end();
 }
 
-[[gnu::noinline]] void DataWriter::grow(std::size_t n) {
-  out_.seek(cur_);
+[[gnu::noinline]] char* DataWriter::grow_at(char* p, std::size_t n) {
+  out_.seek(p);
   out_.reserve(n);
   take_position();
+  return cur_;
 }
 
 // The stacks grow as the buffer does (doubling; their sizes are their
@@ -149,39 +150,41 @@ DataWriter::DataWriter(detail::JsonOut& out, detail::DataWriterStacks& stacks) n
 }
 
 // The tokens the inline calls leave to the canonical writer: out_ takes the
-// write position, writes, and hands it back (it may have grown the buffer).
-[[gnu::noinline]] bool DataWriter::string_token_slow(std::string_view text, char lead, char trail) {
-  out_.seek(cur_);
+// position, writes, and hands it back (it may have grown the buffer).
+[[gnu::noinline]] char* DataWriter::string_slow_at(char* p, std::string_view text, char lead, char trail) {
+  out_.seek(p);
   if (lead != 0) out_.put(lead);
   const detail::WriteStatus status = trail != 0 ? out_.key(text, true) : out_.string(text);
   take_position();
-  if (status == detail::WriteStatus::ok) return true;
+  if (status == detail::WriteStatus::ok) return cur_;
   fail(detail::write_error(status));
-  return false;
+  return nullptr;
 }
 
-[[gnu::noinline]] void DataWriter::integer_token_slow(std::int64_t number, char lead) {
-  out_.seek(cur_);
+[[gnu::noinline]] char* DataWriter::integer_slow_at(char* p, std::int64_t number, char lead) {
+  out_.seek(p);
   if (lead != 0) out_.put(lead);
   out_.integer(number);
   take_position();
+  return cur_;
 }
 
-[[gnu::noinline]] void DataWriter::unsigned_token_slow(std::uint64_t number, char lead) {
-  out_.seek(cur_);
+[[gnu::noinline]] char* DataWriter::unsigned_slow_at(char* p, std::uint64_t number, char lead) {
+  out_.seek(p);
   if (lead != 0) out_.put(lead);
   out_.integer(number);
   take_position();
+  return cur_;
 }
 
-[[gnu::noinline]] bool DataWriter::double_token(double number, char lead) {
-  out_.seek(cur_);
+[[gnu::noinline]] char* DataWriter::double_at(char* p, double number, char lead) {
+  out_.seek(p);
   if (lead != 0) out_.put(lead);
   const detail::WriteStatus status = out_.number(number);
   take_position();
-  if (status == detail::WriteStatus::ok) return true;
+  if (status == detail::WriteStatus::ok) return cur_;
   fail(detail::write_error(status));
-  return false;
+  return nullptr;
 }
 
 [[gnu::cold, gnu::noinline]] DataWriter& DataWriter::null_string() {

@@ -38,11 +38,11 @@ constexpr std::uint64_t key_fingerprint(std::string_view name) noexcept {
 
 }  // namespace detail
 
-[[gnu::always_inline]] inline char* DataWriter::room(std::size_t n) {
-  if (static_cast<std::size_t>(limit_ - cur_) < n) [[unlikely]] {
-    grow(n);
+[[gnu::always_inline]] inline char* DataWriter::room_at(char* p, std::size_t n) {
+  if (static_cast<std::size_t>(limit_ - p) < n) [[unlikely]] {
+    return grow_at(p, n);
   }
-  return cur_;
+  return p;
 }
 
 [[gnu::always_inline]] inline int DataWriter::before_value(std::string_view kind) {
@@ -57,13 +57,33 @@ constexpr std::uint64_t key_fingerprint(std::string_view name) noexcept {
 // Inline for the common string, shorter than a block and with nothing to
 // escape or check: one load, one test and one store (keys and most values of
 // a payload), as the library's writer does it (json_out.hpp).
-[[gnu::always_inline]] inline bool DataWriter::string_token(std::string_view text, char lead, char trail) {
-#if defined(__SSE2__)
+[[gnu::always_inline]] inline char* DataWriter::string_at(char* p, std::string_view text, char lead, char trail) {
   const std::size_t n = text.size();
+#if defined(__GNUC__)
+  // A string literal (most keys): its size is known where the call is
+  // inlined, and so are its bytes, so the compiler settles the test below
+  // and leaves only the stores of the token.
+  if (__builtin_constant_p(n) && n < detail::kBlock) {
+    bool plain = true;
+    for (std::size_t i = 0; i < n; ++i) plain = plain && !detail::needs_attention(text[i]);
+    if (plain) {
+      p = room_at(p, n + 4);
+      *p = lead;
+      p += lead != 0 ? 1 : 0;
+      *p++ = '"';
+      std::memcpy(p, text.data(), n);
+      p += n;
+      *p++ = '"';
+      *p = trail;
+      return p + (trail != 0 ? 1 : 0);
+    }
+  }
+#endif
+#if defined(__SSE2__)
   if (n < detail::kBlock && detail::within_page(text.data())) {
     const __m128i block = detail::load_block_in_page(text.data());
     if ((detail::attention_mask(block) & ((1U << n) - 1U)) == 0) {
-      char* p = room(n + detail::kStringSlack + 2);
+      p = room_at(p, n + detail::kStringSlack + 2);
       *p = lead;
       p += lead != 0 ? 1 : 0;
       *p++ = '"';
@@ -71,61 +91,61 @@ constexpr std::uint64_t key_fingerprint(std::string_view name) noexcept {
       p += n;
       *p++ = '"';
       *p = trail;
-      cur_ = p + (trail != 0 ? 1 : 0);
-      return true;
+      return p + (trail != 0 ? 1 : 0);
     }
   }
 #endif
-  return string_token_slow(text, lead, trail);
+  return string_slow_at(p, text, lead, trail);
 }
 
 // One or two digits (counts, quantities, small indexes: most integers of a
 // payload) are written here.
-[[gnu::always_inline]] inline void DataWriter::integer_token(std::int64_t number, char lead) {
+[[gnu::always_inline]] inline char* DataWriter::integer_at(char* p, std::int64_t number, char lead) {
   const auto bits = static_cast<std::uint64_t>(number);
   const std::uint64_t magnitude = number < 0 ? 0 - bits : bits;
-  if (magnitude >= 100) return integer_token_slow(number, lead);
-  char* p = room(4);
+  if (magnitude >= 100) return integer_slow_at(p, number, lead);
+  p = room_at(p, 4);
   *p = lead;
   p += lead != 0 ? 1 : 0;
   *p = '-';
   p += number < 0 ? 1 : 0;
   if (magnitude >= 10) *p++ = static_cast<char>('0' + magnitude / 10);
   *p = static_cast<char>('0' + magnitude % 10);
-  cur_ = p + 1;
+  return p + 1;
 }
 
-[[gnu::always_inline]] inline void DataWriter::unsigned_token(std::uint64_t number, char lead) {
-  if (number >= 100) return unsigned_token_slow(number, lead);
-  integer_token(static_cast<std::int64_t>(number), lead);
+[[gnu::always_inline]] inline char* DataWriter::unsigned_at(char* p, std::uint64_t number, char lead) {
+  if (number >= 100) return unsigned_slow_at(p, number, lead);
+  return integer_at(p, static_cast<std::int64_t>(number), lead);
 }
 
-[[gnu::always_inline]] inline void DataWriter::literal(std::string_view text, char lead) {
-  char* p = room(text.size() + 1);
+[[gnu::always_inline]] inline char* DataWriter::literal_at(char* p, std::string_view text, char lead) {
+  p = room_at(p, text.size() + 1);
   *p = lead;
   p += lead != 0 ? 1 : 0;
   std::memcpy(p, text.data(), text.size());
-  cur_ = p + text.size();
+  return p + text.size();
 }
 
-[[gnu::always_inline]] inline bool DataWriter::write_key(std::string_view name) {
+[[gnu::always_inline]] inline char* DataWriter::key_at(char* p, std::string_view name) {
   const State state = state_;
   if (state != State::first_key && state != State::next_key) [[unlikely]] {
     misplaced_key(name);
-    return false;
+    return nullptr;
   }
   const char lead = state == State::next_key ? ',' : 0;
   // The token starts after the ',' and ends before the ':'; offsets, which
   // a grown buffer keeps.
-  const auto begin = static_cast<std::uint32_t>(cur_ - base_) + (lead != 0 ? 1U : 0U);
-  if (!string_token(name, lead, ':')) return false;
-  const KeyToken token{begin, static_cast<std::uint32_t>(cur_ - base_) - 1U - begin};
+  const auto begin = static_cast<std::uint32_t>(p - base_) + (lead != 0 ? 1U : 0U);
+  p = string_at(p, name, lead, ':');
+  if (p == nullptr) return nullptr;
+  const KeyToken token{begin, static_cast<std::uint32_t>(p - base_) - 1U - begin};
   // A key whose bit (of its size and first and last bytes) no earlier key of
   // the object set is new, without a look at the others; one whose bit is
   // taken is compared with them, out of line.
   const std::uint64_t bit = std::uint64_t{1} << (detail::key_fingerprint(name) >> 58U);
   if ((key_bits_ & bit) != 0) {
-    if (!taken_key_is_new(name, token)) return false;
+    if (!taken_key_is_new(name, token)) return nullptr;
   } else {
     key_bits_ |= bit;
   }
@@ -133,7 +153,7 @@ constexpr std::uint64_t key_fingerprint(std::string_view name) noexcept {
     grow_keys();
   }
   *key_++ = token;
-  return true;
+  return p;
 }
 
 [[gnu::always_inline]] inline void DataWriter::push(char lead, char bracket, State after, State inside) {
@@ -141,7 +161,7 @@ constexpr std::uint64_t key_fingerprint(std::string_view name) noexcept {
   first_key_ = static_cast<std::uint32_t>(key_ - keys_);
   key_bits_ = 0;
   state_ = inside;
-  char* p = room(2);
+  char* p = room_at(cur_, 2);
   *p = lead;
   p += lead != 0 ? 1 : 0;
   *p = bracket;
@@ -176,7 +196,7 @@ constexpr std::uint64_t key_fingerprint(std::string_view name) noexcept {
   first_key_ = parent.first_key;
   key_bits_ = parent.key_bits;
   state_ = parent.state;
-  char* p = room(1);
+  char* p = room_at(cur_, 1);
   *p = bracket;
   cur_ = p + 1;
   return *this;
@@ -188,74 +208,90 @@ constexpr std::uint64_t key_fingerprint(std::string_view name) noexcept {
 [[gnu::always_inline]] inline DataWriter& DataWriter::end_array() { return close(']', false); }
 
 [[gnu::always_inline]] inline DataWriter& DataWriter::key(std::string_view name) {
-  if (write_key(name)) state_ = State::value;
+  if (char* p = key_at(cur_, name)) {
+    cur_ = p;
+    state_ = State::value;
+  }
   return *this;
 }
 
-// A member's value follows its key at once: no state to check.
+// A member's value follows its key at once: no state to check, and one
+// position from the key to the value.
 [[gnu::always_inline]] inline DataWriter& DataWriter::bool_member(std::string_view name, bool flag) {
-  if (write_key(name)) {
-    literal(flag ? std::string_view("true") : std::string_view("false"), 0);
+  if (char* p = key_at(cur_, name)) {
+    cur_ = literal_at(p, flag ? std::string_view("true") : std::string_view("false"), 0);
     state_ = State::next_key;
   }
   return *this;
 }
 
 [[gnu::always_inline]] inline DataWriter& DataWriter::signed_member(std::string_view name, std::int64_t number) {
-  if (write_key(name)) {
-    integer_token(number, 0);
+  if (char* p = key_at(cur_, name)) {
+    cur_ = integer_at(p, number, 0);
     state_ = State::next_key;
   }
   return *this;
 }
 
 [[gnu::always_inline]] inline DataWriter& DataWriter::unsigned_member(std::string_view name, std::uint64_t number) {
-  if (write_key(name)) {
-    unsigned_token(number, 0);
+  if (char* p = key_at(cur_, name)) {
+    cur_ = unsigned_at(p, number, 0);
     state_ = State::next_key;
   }
   return *this;
 }
 
 [[gnu::always_inline]] inline DataWriter& DataWriter::double_member(std::string_view name, double number) {
-  if (write_key(name) && double_token(number, 0)) state_ = State::next_key;
+  char* p = key_at(cur_, name);
+  if (p != nullptr && (p = double_at(p, number, 0)) != nullptr) {
+    cur_ = p;
+    state_ = State::next_key;
+  }
   return *this;
 }
 
 [[gnu::always_inline]] inline DataWriter& DataWriter::string_member(std::string_view name, std::string_view text) {
-  if (write_key(name) && string_token(text, 0, 0)) state_ = State::next_key;
+  char* p = key_at(cur_, name);
+  if (p != nullptr && (p = string_at(p, text, 0, 0)) != nullptr) {
+    cur_ = p;
+    state_ = State::next_key;
+  }
   return *this;
 }
 
 [[gnu::always_inline]] inline DataWriter& DataWriter::value(std::nullptr_t) {
-  if (const int lead = before_value("null"); lead >= 0) literal("null", static_cast<char>(lead));
+  if (const int lead = before_value("null"); lead >= 0) cur_ = literal_at(cur_, "null", static_cast<char>(lead));
   return *this;
 }
 
 [[gnu::always_inline]] inline DataWriter& DataWriter::boolean(bool flag) {
   if (const int lead = before_value("bool"); lead >= 0) {
-    literal(flag ? std::string_view("true") : std::string_view("false"), static_cast<char>(lead));
+    cur_ = literal_at(cur_, flag ? std::string_view("true") : std::string_view("false"), static_cast<char>(lead));
   }
   return *this;
 }
 
 [[gnu::always_inline]] inline DataWriter& DataWriter::signed_integer(std::int64_t number) {
-  if (const int lead = before_value("int64"); lead >= 0) integer_token(number, static_cast<char>(lead));
+  if (const int lead = before_value("int64"); lead >= 0) cur_ = integer_at(cur_, number, static_cast<char>(lead));
   return *this;
 }
 
 [[gnu::always_inline]] inline DataWriter& DataWriter::unsigned_integer(std::uint64_t number) {
-  if (const int lead = before_value("uint64"); lead >= 0) unsigned_token(number, static_cast<char>(lead));
+  if (const int lead = before_value("uint64"); lead >= 0) cur_ = unsigned_at(cur_, number, static_cast<char>(lead));
   return *this;
 }
 
 [[gnu::always_inline]] inline DataWriter& DataWriter::value(double number) {
-  if (const int lead = before_value("double"); lead >= 0) double_token(number, static_cast<char>(lead));
+  if (const int lead = before_value("double"); lead >= 0) {
+    if (char* p = double_at(cur_, number, static_cast<char>(lead))) cur_ = p;
+  }
   return *this;
 }
 
 [[gnu::always_inline]] inline DataWriter& DataWriter::value(std::string_view text) {
-  if (const int lead = before_value("string"); lead >= 0) string_token(text, static_cast<char>(lead), 0);
+  if (const int lead = before_value("string"); lead >= 0) {
+    if (char* p = string_at(cur_, text, static_cast<char>(lead), 0)) cur_ = p;
+  }
   return *this;
 }
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The test at the heart of the canonical string writer (SPEC §3): whether a
-// block of 16 bytes of a string needs attention (an escape or a UTF-8 check)
-// or may be copied as it is. The library's writer (src/core/json_out.hpp) and
-// the DataWriter calls inlined into a typed message's code both use it, so a
-// string is judged by one test whichever of them writes it. Not part of the
-// stable API.
+// The test at the heart of the canonical string writer (SPEC §3): whether the
+// bytes of a string, a block of 16 at a time, need attention (an escape or a
+// UTF-8 check) or may be copied as they are. The library's writer
+// (src/core/json_out.hpp) and the DataWriter calls inlined into a typed
+// message's code both use it, so a string is judged by one test whichever of
+// them writes it. Not part of the stable API.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +21,15 @@ inline constexpr std::size_t kBlock = 16;
 // A string token needs its bytes, two quotes, and room for the last block
 // store, which may write up to a block past the bytes it keeps.
 inline constexpr std::size_t kStringSlack = 2 + kBlock;
+
+// Whether one byte needs attention: a control character, '"' or '\\' to
+// escape, or a non-ASCII byte whose UTF-8 must be checked. The test of
+// attention_mask() below on a single byte, for the bytes of a string literal
+// the compiler judges while it compiles.
+constexpr bool needs_attention(char c) noexcept {
+  const auto b = static_cast<unsigned char>(c);
+  return b < 0x20U || b >= 0x80U || b == '"' || b == '\\';
+}
 
 #if defined(__SSE2__)
 // Whether the 16 bytes from p lie within one 4 KiB page. Memory is mapped
