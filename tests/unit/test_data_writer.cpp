@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace bq = babelqueue;
@@ -212,6 +213,45 @@ struct EmptyData {
   static EmptyData from_value(const bq::Value&) { return {}; }
 };
 
+// Keys the compiler does not know (built at run time, unlike the literals
+// above, whose test it settles while compiling): every size around a block,
+// escapes and non-ASCII among them, and more keys in one object than the key
+// stack first holds, many sharing a bit of the duplicate check.
+struct RuntimeKeys {
+  static constexpr std::string_view urn = "urn:test:runtime-keys";
+
+  static std::vector<std::string> keys() {
+    std::vector<std::string> names;
+    for (std::size_t size = 0; size <= 2 * 16 + 1; ++size) names.push_back(std::string(size, 'k') + "#");
+    names.emplace_back("ké\"y\n");
+    names.emplace_back("ké\"y");
+    for (int i = 0; i < 300; ++i) names.push_back("key_" + std::to_string(i));
+    return names;
+  }
+
+  void write_data(bq::DataWriter& out) const {
+    out.begin_object();
+    int i = 0;
+    for (const std::string& name : keys()) out.member(name, i++);
+    out.key(std::string("nested")).begin_object();
+    for (const std::string& name : keys()) out.key(name).value(name);
+    out.end_object().end_object();
+  }
+
+  bq::Value to_value() const {
+    bq::Object nested;
+    bq::Object top;
+    int i = 0;
+    for (const std::string& name : keys()) {
+      top.set(name, i++);
+      nested.set(name, name);
+    }
+    top.set("nested", std::move(nested));
+    return bq::Value(std::move(top));
+  }
+  static RuntimeKeys from_value(const bq::Value&) { return {}; }
+};
+
 template <class T>
 void expect_same_bytes_both_ways() {
   const T message;
@@ -233,6 +273,17 @@ void expect_same_bytes_both_ways() {
 TEST(DataWriter, ScalarsAreTheBytesOfTheirValue) { expect_same_bytes_both_ways<Scalars>(); }
 TEST(DataWriter, ContainersAreTheBytesOfTheirValue) { expect_same_bytes_both_ways<Containers>(); }
 TEST(DataWriter, AnEmptyObjectIsTheBytesOfItsValue) { expect_same_bytes_both_ways<EmptyData>(); }
+TEST(DataWriter, RuntimeKeysAreTheBytesOfTheirValue) { expect_same_bytes_both_ways<RuntimeKeys>(); }
+
+// A thread's first make starts with an empty buffer and empty stacks: they
+// grow in the middle of data, and the bytes stay those of the Value.
+TEST(DataWriter, AFreshThreadGrowsItsBuffersInTheMiddleOfData) {
+  std::thread([] {
+    expect_same_bytes_both_ways<RuntimeKeys>();
+    expect_same_bytes_both_ways<Containers>();
+    expect_same_bytes_both_ways<Scalars>();
+  }).join();
+}
 
 TEST(DataWriter, WritesTheCanonicalFrame) {
   auto env = bq::Envelope::make(EmptyData{}, fixed()).value();
@@ -330,6 +381,13 @@ std::vector<Mistake> mistakes() {
          w.begin_object().member("a_long_key_one", 1).member("a_long_key_two", 2).key("a_long_key_one").value(3);
        },
        e, "the key \"a_long_key_one\" twice"},
+      {"a duplicate key among many",
+       [](DataWriter& w) {
+         w.begin_object();
+         for (int i = 0; i < 200; ++i) w.member("key_" + std::to_string(i), i);
+         w.member(std::string("key_142"), 0);
+       },
+       e, "the key \"key_142\" twice"},
       {"a duplicate key written by key() and by member()",
        [](DataWriter& w) { w.begin_object().key("k").value(true).member("k", false); }, e, "the key \"k\" twice"},
       {"a duplicate key in a nested object",
