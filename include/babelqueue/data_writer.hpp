@@ -160,8 +160,8 @@ class DataWriter {
   // library per token, each loading and storing the write position, cost
   // more than the token's bytes. Only the rare paths are out of line: a
   // mistake, a grown buffer or stack, a string that needs escapes or a UTF-8
-  // check, a double, a long integer, a key whose duplicate check needs a look
-  // at the others.
+  // check or is 16 bytes or longer, a double, an integer of three digits or
+  // more, a key whose duplicate check needs a look at the others.
 
   /// The container around an open one: the bits of its keys, where its keys
   /// begin on the key stack, and what may come in it once the inner one is
@@ -226,7 +226,9 @@ class DataWriter {
   DataWriter& double_member(std::string_view name, double number);
   DataWriter& string_member(std::string_view name, std::string_view text);
   ///@}
+  /// Opens a container where a value may come (inside: the state in it).
   DataWriter& open(char bracket, State inside, std::string_view kind);
+  /// data's own object (the first call), or a container where none may come.
   DataWriter& open_rare(char bracket, State inside, std::string_view kind);
   /// Opens a container: keeps the one around it (after: what may come in
   /// it once this one is closed), then writes lead and the bracket.
