@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The DataWriter checks the shape of what it is given and leaves every byte
-// to the canonical writer (JsonOut), so typed data and a Value are written by
-// the same code.
+// The out-of-line part of DataWriter: its rare paths (the common calls are
+// inline, detail/data_writer_inline.hpp). Every byte the inline calls do not
+// write themselves is left to the canonical writer (JsonOut), so typed data
+// and a Value are written by the same code.
 #include "data_writer_stacks.hpp"
 #include "json_out.hpp"
 
@@ -9,7 +10,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <span>
 #include <string>
 
 namespace babelqueue {
@@ -18,21 +18,58 @@ namespace {
 
 std::string quoted_key(std::string_view name) { return "\"" + std::string(name) + "\""; }
 
-// Mixes a key's size and first and last bytes into 64 bits, the top ones
-// the best mixed. Computed from the caller's text, not from the token just
-// written: a load of bytes that several stores have just written waits for
-// them to land.
-std::uint64_t fingerprint(std::string_view name) noexcept {
-  const std::uint64_t ends = name.empty() ? 0
-                                          : (std::uint64_t{static_cast<unsigned char>(name.front())} << 8U) |
-                                                static_cast<unsigned char>(name.back());
-  return ((std::uint64_t{name.size()} << 16U) | ends) * 0x9E3779B97F4A7C15ULL;
-}
-
 }  // namespace
 
-DataWriter::DataWriter(detail::JsonOut& out, detail::DataWriterStacks& stacks) noexcept : out_(out), stacks_(stacks) {
-  stacks_.clear();
+DataWriter::DataWriter(detail::JsonOut& out, detail::DataWriterStacks& stacks) noexcept
+    : out_(out),
+      stacks_(stacks),
+      base_(out.begin()),
+      cur_(out.position()),
+      limit_(out.end()),
+      levels_(stacks.levels.data()),
+      level_(levels_),
+      levels_end_(levels_ + stacks.levels.size()),
+      keys_(stacks.keys.data()),
+      key_(keys_),
+      keys_end_(keys_ + stacks.keys.size()) {}
+
+[[gnu::always_inline]] inline void DataWriter::take_position() noexcept {
+  base_ = out_.begin();
+  cur_ = out_.position();
+  limit_ = out_.end();
+}
+
+[[gnu::noinline]] char* DataWriter::grow_at(char* p, std::size_t n) {
+  out_.seek(p);
+  out_.reserve(n);
+  take_position();
+  return cur_;
+}
+
+// The stacks grow as the buffer does (doubling; their sizes are their
+// capacities), the levels' no further than the depth data may have.
+[[gnu::noinline]] bool DataWriter::grow_levels() {
+  const auto depth = static_cast<std::size_t>(level_ - levels_);
+  if (depth == kMaxDepth) {
+    fail(Errc::invalid_argument, "data nests deeper than " + std::to_string(kMaxDepth) +
+                                     " levels, more than an envelope may hold (DecodeOptions::max_depth)");
+    return false;
+  }
+  std::vector<Level>& levels = stacks_.levels;
+  levels.resize(std::min(std::max(levels.size() * 2, std::size_t{16}), kMaxDepth));
+  levels_ = levels.data();
+  level_ = levels_ + depth;
+  levels_end_ = levels_ + levels.size();
+  return true;
+}
+
+[[gnu::noinline]] void DataWriter::grow_keys() {
+  const auto used = static_cast<std::size_t>(key_ - keys_);
+  std::vector<KeyToken>& keys = stacks_.keys;
+  keys.resize(std::max(keys.size() * 2, std::size_t{64}));
+  keys_ = keys.data();
+  key_ = keys_ + used;
+  keys_end_ = keys_ + keys.size();
 }
 
 // Mistakes are rare: kept out of the callers' way.
@@ -44,15 +81,6 @@ DataWriter::DataWriter(detail::JsonOut& out, detail::DataWriterStacks& stacks) n
 
 [[gnu::cold, gnu::noinline]] void DataWriter::fail(Errc code, std::string message) {
   fail(ErrorInfo(code, std::move(message)));
-}
-
-bool DataWriter::before_value(std::string_view kind) {
-  switch (state_) {
-    case State::value: state_ = State::next_key; return true;
-    case State::first_item: state_ = State::next_item; return true;
-    case State::next_item: out_.put(','); return true;
-    default: return misplaced_value(kind);
-  }
 }
 
 [[gnu::cold, gnu::noinline]] bool DataWriter::misplaced_value(std::string_view kind) {
@@ -70,40 +98,18 @@ bool DataWriter::before_value(std::string_view kind) {
   return false;
 }
 
-DataWriter& DataWriter::open(char bracket, bool object) {
-  if (state_ == State::start) {
-    if (!object) {
-      fail(Errc::invalid_argument, "data must be a JSON object, got array");
-      return *this;
-    }
-    state_ = State::done;  // what follows data's object
-  } else if (!before_value(object ? std::string_view("object") : std::string_view("array"))) {
+// data's own object, the first call, or a container where none may come.
+[[gnu::noinline]] DataWriter& DataWriter::open_rare(char bracket, State inside, std::string_view kind) {
+  if (state_ != State::start) {
+    misplaced_value(kind);
     return *this;
   }
-  if (stacks_.levels.size() == kMaxDepth) {
-    fail(Errc::invalid_argument, "data nests deeper than " + std::to_string(kMaxDepth) +
-                                     " levels, more than an envelope may hold (DecodeOptions::max_depth)");
+  if (inside != State::first_key) {
+    fail(Errc::invalid_argument, "data must be a JSON object, got " + std::string(kind));
     return *this;
   }
-  stacks_.levels.push_back({first_key_, key_bits_, state_});
-  first_key_ = static_cast<std::uint32_t>(stacks_.keys.size());
-  key_bits_ = 0;
-  state_ = object ? State::first_key : State::first_item;
-  out_.put(bracket);
-  return *this;
-}
-
-DataWriter& DataWriter::close(char bracket, bool object) {
-  const bool open_here = object ? (state_ == State::first_key || state_ == State::next_key)
-                                : (state_ == State::first_item || state_ == State::next_item);
-  if (!open_here) return misplaced_end(object);
-  stacks_.keys.resize(first_key_);
-  const detail::DataWriterStacks::Level parent = stacks_.levels.back();
-  stacks_.levels.pop_back();
-  first_key_ = parent.first_key;
-  key_bits_ = parent.key_bits;
-  state_ = parent.state;
-  out_.put(bracket);
+  if (level_ == levels_end_ && !grow_levels()) return *this;
+  push(0, bracket, State::done, inside);  // nothing may follow data's object
   return *this;
 }
 
@@ -119,55 +125,15 @@ DataWriter& DataWriter::close(char bracket, bool object) {
   return *this;
 }
 
-DataWriter& DataWriter::begin_object() { return open('{', true); }
-DataWriter& DataWriter::end_object() { return close('}', true); }
-DataWriter& DataWriter::begin_array() { return open('[', false); }
-DataWriter& DataWriter::end_array() { return close(']', false); }
-
-// Inlined into key() and each member function.
-// Out of line: asked only when the key's bit is taken, and its scan would
-// crowd the callers.
-[[gnu::noinline]] bool DataWriter::seen(std::uint32_t offset, std::uint32_t size) const {
-  const char* bytes = out_.data();
-  const auto keys = std::span(stacks_.keys).subspan(first_key_);
-  return std::any_of(keys.begin(), keys.end(), [&](const detail::DataWriterStacks::Key& k) {
-    return k.size == size && std::memcmp(bytes + k.offset, bytes + offset, size) == 0;
+// Objects are small: a scan of their keys costs less than a set.
+[[gnu::noinline]] bool DataWriter::taken_key_is_new(std::string_view name, KeyToken token) {
+  const char* bytes = base_;
+  const bool duplicate = std::any_of(keys_ + first_key_, key_, [&](const KeyToken& k) {
+    return k.size == token.size && std::memcmp(bytes + k.offset, bytes + token.offset, token.size) == 0;
   });
-}
-
-[[gnu::always_inline]] inline bool DataWriter::write_key(std::string_view name) {
-  if (state_ != State::first_key && state_ != State::next_key) {
-    misplaced_key(name);
-    return false;
-  }
-  const bool first = state_ == State::first_key;
-  // The token starts after the ',' and ends before the ':'.
-  const std::size_t begin = out_.size() + (first ? 0 : 1);
-  if (const detail::WriteStatus status = out_.key(name, first); status != detail::WriteStatus::ok) {
-    fail(detail::write_error(status));
-    return false;
-  }
-  const detail::DataWriterStacks::Key written{static_cast<std::uint32_t>(begin),
-                                              static_cast<std::uint32_t>(out_.size() - 1 - begin)};
-  // A key whose bit (of its size and first and last bytes) no earlier key of
-  // the object set is new: most keys are known new so, without a look at the
-  // others. One whose bit is taken is looked for among them; objects are
-  // small, a scan of their keys costs less than a set.
-  const std::uint64_t bit = std::uint64_t{1} << (fingerprint(name) >> 58U);
-  const bool duplicate = (key_bits_ & bit) != 0 && seen(written.offset, written.size);
-  key_bits_ |= bit;
-  if (duplicate) {
-    duplicate_key(name);
-    return false;
-  }
-  stacks_.keys.push_back(written);
-  state_ = State::value;
-  return true;
-}
-
-[[gnu::cold, gnu::noinline]] DataWriter& DataWriter::duplicate_key(std::string_view name) {
+  if (!duplicate) return true;
   fail(Errc::invalid_argument, "data has the key " + quoted_key(name) + " twice in one object");
-  return *this;
+  return false;
 }
 
 [[gnu::cold, gnu::noinline]] DataWriter& DataWriter::misplaced_key(std::string_view name) {
@@ -183,88 +149,42 @@ DataWriter& DataWriter::end_array() { return close(']', false); }
   return *this;
 }
 
-DataWriter& DataWriter::key(std::string_view name) {
-  write_key(name);
-  return *this;
+// The tokens the inline calls leave to the canonical writer: out_ takes the
+// position, writes, and hands it back (it may have grown the buffer).
+[[gnu::noinline]] char* DataWriter::string_slow_at(char* p, std::string_view text, char lead, char trail) {
+  out_.seek(p);
+  if (lead != 0) out_.put(lead);
+  const detail::WriteStatus status = trail != 0 ? out_.key(text, true) : out_.string(text);
+  take_position();
+  if (status == detail::WriteStatus::ok) return cur_;
+  fail(detail::write_error(status));
+  return nullptr;
 }
 
-// A member's value follows its key at once: no state to check.
-DataWriter& DataWriter::bool_member(std::string_view name, bool flag) {
-  if (write_key(name)) {
-    state_ = State::next_key;
-    out_.literal(flag ? std::string_view("true") : std::string_view("false"));
-  }
-  return *this;
+[[gnu::noinline]] char* DataWriter::integer_slow_at(char* p, std::int64_t number, char lead) {
+  out_.seek(p);
+  if (lead != 0) out_.put(lead);
+  out_.integer(number);
+  take_position();
+  return cur_;
 }
 
-DataWriter& DataWriter::signed_member(std::string_view name, std::int64_t number) {
-  if (write_key(name)) {
-    state_ = State::next_key;
-    out_.integer(number);
-  }
-  return *this;
+[[gnu::noinline]] char* DataWriter::unsigned_slow_at(char* p, std::uint64_t number, char lead) {
+  out_.seek(p);
+  if (lead != 0) out_.put(lead);
+  out_.integer(number);
+  take_position();
+  return cur_;
 }
 
-DataWriter& DataWriter::unsigned_member(std::string_view name, std::uint64_t number) {
-  if (write_key(name)) {
-    state_ = State::next_key;
-    out_.integer(number);
-  }
-  return *this;
-}
-
-DataWriter& DataWriter::double_member(std::string_view name, double number) {
-  if (!write_key(name)) return *this;
-  state_ = State::next_key;
-  if (const detail::WriteStatus status = out_.number(number); status != detail::WriteStatus::ok) {
-    fail(detail::write_error(status));
-  }
-  return *this;
-}
-
-DataWriter& DataWriter::string_member(std::string_view name, std::string_view text) {
-  if (!write_key(name)) return *this;
-  state_ = State::next_key;
-  if (const detail::WriteStatus status = out_.string(text); status != detail::WriteStatus::ok) {
-    fail(detail::write_error(status));
-  }
-  return *this;
-}
-
-DataWriter& DataWriter::value(std::nullptr_t) {
-  if (before_value("null")) out_.literal("null");
-  return *this;
-}
-
-DataWriter& DataWriter::boolean(bool flag) {
-  if (before_value("bool")) out_.literal(flag ? std::string_view("true") : std::string_view("false"));
-  return *this;
-}
-
-DataWriter& DataWriter::signed_integer(std::int64_t number) {
-  if (before_value("int64")) out_.integer(number);
-  return *this;
-}
-
-DataWriter& DataWriter::unsigned_integer(std::uint64_t number) {
-  if (before_value("uint64")) out_.integer(number);
-  return *this;
-}
-
-DataWriter& DataWriter::value(double number) {
-  if (!before_value("double")) return *this;
-  if (const detail::WriteStatus status = out_.number(number); status != detail::WriteStatus::ok) {
-    fail(detail::write_error(status));
-  }
-  return *this;
-}
-
-DataWriter& DataWriter::value(std::string_view text) {
-  if (!before_value("string")) return *this;
-  if (const detail::WriteStatus status = out_.string(text); status != detail::WriteStatus::ok) {
-    fail(detail::write_error(status));
-  }
-  return *this;
+[[gnu::noinline]] char* DataWriter::double_at(char* p, double number, char lead) {
+  out_.seek(p);
+  if (lead != 0) out_.put(lead);
+  const detail::WriteStatus status = out_.number(number);
+  take_position();
+  if (status == detail::WriteStatus::ok) return cur_;
+  fail(detail::write_error(status));
+  return nullptr;
 }
 
 [[gnu::cold, gnu::noinline]] DataWriter& DataWriter::null_string() {
@@ -273,11 +193,12 @@ DataWriter& DataWriter::value(std::string_view text) {
 }
 
 std::optional<ErrorInfo> DataWriter::finish() {
+  out_.seek(cur_);
   if (error_) return error_;
   if (state_ == State::start) {
     return ErrorInfo(Errc::invalid_argument, "write_data wrote nothing: data must be a JSON object");
   }
-  if (const std::size_t open = stacks_.levels.size(); open != 0) {
+  if (const auto open = static_cast<std::size_t>(level_ - levels_); open != 0) {
     return ErrorInfo(Errc::invalid_argument,
                      "data is unfinished: " + std::to_string(open) + " object or array still open");
   }

@@ -5,6 +5,7 @@
 // byte or per append, and strings are scanned and copied 16 bytes at a time.
 #pragma once
 
+#include <babelqueue/detail/json_block.hpp>
 #include <babelqueue/error.hpp>
 #include <babelqueue/value.hpp>
 
@@ -15,46 +16,7 @@
 #include <string>
 #include <string_view>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 namespace babelqueue::detail {
-
-// Strings are scanned and copied this many bytes at a time.
-inline constexpr std::size_t kBlock = 16;
-// A string token needs its bytes, two quotes, and room for the last block
-// store, which may write up to a block past the bytes it keeps.
-inline constexpr std::size_t kStringSlack = 2 + kBlock;
-
-#if defined(__SSE2__)
-// Whether the 16 bytes from p lie within one 4 KiB page. Memory is mapped
-// and protected a page at a time, so such a block can be loaded even when
-// only its first bytes belong to the string: a string shorter than a block
-// (most keys and many values) is then scanned and copied in one step, the
-// bytes past its end ignored. This is how the C library's string functions
-// read; a sanitizer that checks each byte would see the read past the end,
-// so the one function that does it is not instrumented.
-inline bool within_page(const char* p) noexcept {
-  return (reinterpret_cast<std::uintptr_t>(p) & 4095U) <= 4096U - kBlock;
-}
-
-// The 16 bytes at p (within_page(p)); the bytes past the string are never used.
-__attribute__((no_sanitize("address", "thread"))) inline __m128i load_block_in_page(const char* p) noexcept {
-  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-}
-
-// Bit i is set when byte i of the block needs attention: a control
-// character, '"' or '\\' to escape, or a non-ASCII byte whose UTF-8 must be
-// checked. A signed comparison: bytes >= 0x80 are negative, so one test finds
-// both control characters and non-ASCII bytes.
-inline std::uint32_t attention_mask(__m128i bytes) noexcept {
-  const __m128i low_or_high = _mm_cmplt_epi8(bytes, _mm_set1_epi8(0x20));
-  const __m128i quote = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('"'));
-  const __m128i backslash = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\'));
-  return static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_or_si128(low_or_high, _mm_or_si128(quote, backslash))));
-}
-#endif
 
 /// Why a write stopped; the callers turn it into an error (one Result per
 /// level of the recursion would cost more than writing the value).
@@ -82,6 +44,16 @@ class JsonOut {
   void finish() { buffer_.resize(size()); }
   // Forgets everything written after position (a failed write).
   void truncate(std::size_t position) noexcept { cur_ = buffer_.data() + position; }
+
+  // The write position and the buffer's bounds, for a writer that writes
+  // through pointers of its own (DataWriter): it takes them, writes, and
+  // hands the position back with seek() before this writer goes on.
+  char* begin() noexcept { return buffer_.data(); }
+  char* position() const noexcept { return cur_; }
+  char* end() const noexcept { return limit_; }
+  void seek(char* position) noexcept { cur_ = position; }
+  // At least n writable bytes at the position (the buffer may move).
+  void reserve(std::size_t n) { room(n); }
 
   void literal(std::string_view text) {
     char* p = room(text.size());

@@ -44,6 +44,15 @@ constexpr std::array<bool, 256> make_attention_table() {
   return table;
 }
 constexpr std::array<bool, 256> kAttention = make_attention_table();
+// The byte test the inline DataWriter calls apply to string literals
+// (json_block.hpp) is this table's.
+constexpr bool same_as_needs_attention() {
+  for (std::size_t c = 0; c < kAttention.size(); ++c) {
+    if (kAttention[c] != needs_attention(static_cast<char>(c))) return false;
+  }
+  return true;
+}
+static_assert(same_as_needs_attention());
 
 // The same test on 8 bytes at once: the high bit of each flagged byte (exact
 // for the lowest flagged byte; a byte above it may be flagged falsely, which

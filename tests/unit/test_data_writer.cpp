@@ -11,12 +11,16 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace bq = babelqueue;
@@ -212,6 +216,45 @@ struct EmptyData {
   static EmptyData from_value(const bq::Value&) { return {}; }
 };
 
+// Keys the compiler does not know (built at run time, unlike the literals
+// above, whose test it settles while compiling): every size around a block,
+// escapes and non-ASCII among them, and more keys in one object than the key
+// stack first holds, many sharing a bit of the duplicate check.
+struct RuntimeKeys {
+  static constexpr std::string_view urn = "urn:test:runtime-keys";
+
+  static std::vector<std::string> keys() {
+    std::vector<std::string> names;
+    for (std::size_t size = 0; size <= 2 * 16 + 1; ++size) names.push_back(std::string(size, 'k') + "#");
+    names.emplace_back("ké\"y\n");
+    names.emplace_back("ké\"y");
+    for (int i = 0; i < 300; ++i) names.push_back("key_" + std::to_string(i));
+    return names;
+  }
+
+  void write_data(bq::DataWriter& out) const {
+    out.begin_object();
+    int i = 0;
+    for (const std::string& name : keys()) out.member(name, i++);
+    out.key(std::string("nested")).begin_object();
+    for (const std::string& name : keys()) out.key(name).value(name);
+    out.end_object().end_object();
+  }
+
+  bq::Value to_value() const {
+    bq::Object nested;
+    bq::Object top;
+    int i = 0;
+    for (const std::string& name : keys()) {
+      top.set(name, i++);
+      nested.set(name, name);
+    }
+    top.set("nested", std::move(nested));
+    return bq::Value(std::move(top));
+  }
+  static RuntimeKeys from_value(const bq::Value&) { return {}; }
+};
+
 template <class T>
 void expect_same_bytes_both_ways() {
   const T message;
@@ -233,6 +276,17 @@ void expect_same_bytes_both_ways() {
 TEST(DataWriter, ScalarsAreTheBytesOfTheirValue) { expect_same_bytes_both_ways<Scalars>(); }
 TEST(DataWriter, ContainersAreTheBytesOfTheirValue) { expect_same_bytes_both_ways<Containers>(); }
 TEST(DataWriter, AnEmptyObjectIsTheBytesOfItsValue) { expect_same_bytes_both_ways<EmptyData>(); }
+TEST(DataWriter, RuntimeKeysAreTheBytesOfTheirValue) { expect_same_bytes_both_ways<RuntimeKeys>(); }
+
+// A thread's first make starts with an empty buffer and empty stacks: they
+// grow in the middle of data, and the bytes stay those of the Value.
+TEST(DataWriter, AFreshThreadGrowsItsBuffersInTheMiddleOfData) {
+  std::thread([] {
+    expect_same_bytes_both_ways<RuntimeKeys>();
+    expect_same_bytes_both_ways<Containers>();
+    expect_same_bytes_both_ways<Scalars>();
+  }).join();
+}
 
 TEST(DataWriter, WritesTheCanonicalFrame) {
   auto env = bq::Envelope::make(EmptyData{}, fixed()).value();
@@ -292,6 +346,141 @@ TEST(DataWriter, AMakeInsideWriteDataLeavesTheOuterOneIntact) {
   EXPECT_EQ(env.data_json(), R"({"before":1,"inner_ok":true,"after":2})");
 }
 
+// ---- random data: the writer's own tokens against the Value's ---------------------
+
+// Writes a Value through the DataWriter, scalars of an object half the time by
+// member() and half by key() and value(): every inline and out-of-line token
+// on data the compiler cannot see.
+struct WalksValue {
+  static constexpr std::string_view urn = "urn:test:walks-value";
+  const bq::Value* data = nullptr;
+  std::uint64_t seed = 0;
+
+  void write_data(bq::DataWriter& out) const {
+    std::uint64_t choice = seed;
+    walk(out, *data, choice);
+  }
+
+  static void walk(bq::DataWriter& out, const bq::Value& v, std::uint64_t& choice) {
+    switch (v.kind()) {
+      case bq::Value::Kind::object:
+        out.begin_object();
+        for (const auto& [key, member] : v.as_object()) {
+          choice = choice * 6364136223846793005ULL + 1442695040888963407ULL;
+          if ((choice >> 60U) % 2 == 0 && scalar_member(out, key, member)) continue;
+          out.key(key);
+          walk(out, member, choice);
+        }
+        out.end_object();
+        return;
+      case bq::Value::Kind::array:
+        out.begin_array();
+        for (const bq::Value& item : v.as_array()) walk(out, item, choice);
+        out.end_array();
+        return;
+      case bq::Value::Kind::null: out.value(nullptr); return;
+      case bq::Value::Kind::boolean: out.value(v.as_bool()); return;
+      case bq::Value::Kind::int64: out.value(v.as_int64()); return;
+      case bq::Value::Kind::uint64: out.value(v.as_uint64()); return;
+      case bq::Value::Kind::floating: out.value(v.as_double()); return;
+      case bq::Value::Kind::string: out.value(v.as_string()); return;
+      case bq::Value::Kind::number_text: FAIL() << "not generated";
+    }
+  }
+
+  static bool scalar_member(bq::DataWriter& out, const std::string& key, const bq::Value& v) {
+    switch (v.kind()) {
+      case bq::Value::Kind::boolean: out.member(key, v.as_bool()); return true;
+      case bq::Value::Kind::int64: out.member(key, v.as_int64()); return true;
+      case bq::Value::Kind::uint64: out.member(key, v.as_uint64()); return true;
+      case bq::Value::Kind::floating: out.member(key, v.as_double()); return true;
+      case bq::Value::Kind::string: out.member(key, v.as_string()); return true;
+      default: return false;
+    }
+  }
+};
+
+// Random JSON: strings of every length around a block with escapes, control
+// characters, non-ASCII text and now and then a byte that is not UTF-8;
+// integers of every size; doubles from random bits.
+class RandomJson {
+ public:
+  explicit RandomJson(std::uint64_t seed) : rng_(seed) {}
+
+  bq::Value object(int depth) {
+    bq::Object members;
+    const std::size_t n = below(depth == 0 ? 12 : 6);
+    for (std::size_t i = 0; i < n; ++i) members.set(text(), value(depth + 1));
+    return bq::Value(std::move(members));
+  }
+
+ private:
+  std::size_t below(std::size_t n) { return static_cast<std::size_t>(rng_() % n); }
+
+  bq::Value value(int depth) {
+    switch (below(depth < 4 ? 9 : 7)) {
+      case 0: return nullptr;
+      case 1: return below(2) == 0;
+      case 2: {
+        const auto magnitude = static_cast<std::int64_t>(rng_() >> (1 + below(63)));
+        return below(2) == 0 ? magnitude : -magnitude;
+      }
+      case 3: return static_cast<std::int64_t>(below(200)) - 100;
+      case 4: return std::uint64_t{rng_()} | (std::uint64_t{1} << 63U);
+      case 5: {
+        double d = 0;
+        do {
+          const std::uint64_t bits = rng_();
+          std::memcpy(&d, &bits, sizeof d);
+        } while (!std::isfinite(d));
+        return below(2) == 0 ? d : static_cast<double>(below(100000)) / 8.0;
+      }
+      case 6: return text();
+      case 7: {
+        bq::Array items;
+        for (std::size_t i = below(5); i > 0; --i) items.push_back(value(depth + 1));
+        return bq::Value(std::move(items));
+      }
+      default: return object(depth + 1);
+    }
+  }
+
+  std::string text() {
+    static constexpr std::string_view kPieces[] = {
+        "a", "key", "x_1", " ", "\"", "\\", "\n", "\x01", "\x1f", "\x7f", "é", "東京", "😀", "/", "0123456789abcdef"};
+    std::string out;
+    const std::size_t pieces = below(4) == 0 ? below(40) : below(8);
+    for (std::size_t i = 0; i < pieces; ++i) out += kPieces[below(std::size(kPieces))];
+    if (below(50) == 0) out.insert(below(out.size() + 1), 1, static_cast<char>(0x80 + below(0x80)));
+    return out;
+  }
+
+  std::mt19937_64 rng_;
+};
+
+TEST(DataWriter, RandomDataIsTheBytesOfItsValueOrTheSameError) {
+  int failures = 0;
+  for (std::uint64_t seed = 1; seed <= 3000; ++seed) {
+    SCOPED_TRACE(seed);
+    RandomJson random(seed);
+    const bq::Value data = random.object(0);
+    auto direct = bq::Envelope::make(WalksValue{&data, seed}, fixed());
+    auto through_value = bq::Envelope::make(WalksValue::urn, data, fixed());
+    ASSERT_EQ(direct.has_value(), through_value.has_value())
+        << (direct ? through_value.error().message() : direct.error().message());
+    if (!direct) {
+      ++failures;
+      EXPECT_EQ(direct.error().code(), through_value.error().code());
+      EXPECT_EQ(direct.error().message(), through_value.error().message());
+      continue;
+    }
+    ASSERT_EQ(direct->body(), through_value->body());
+  }
+  // Some documents hold a byte that is not UTF-8, most do not.
+  EXPECT_GT(failures, 0);
+  EXPECT_LT(failures, 1500);
+}
+
 // ---- mistakes: the first one is the make's error, and nothing is sent ------------
 
 struct Scripted {
@@ -330,6 +519,13 @@ std::vector<Mistake> mistakes() {
          w.begin_object().member("a_long_key_one", 1).member("a_long_key_two", 2).key("a_long_key_one").value(3);
        },
        e, "the key \"a_long_key_one\" twice"},
+      {"a duplicate key among many",
+       [](DataWriter& w) {
+         w.begin_object();
+         for (int i = 0; i < 200; ++i) w.member("key_" + std::to_string(i), i);
+         w.member(std::string("key_142"), 0);
+       },
+       e, "the key \"key_142\" twice"},
       {"a duplicate key written by key() and by member()",
        [](DataWriter& w) { w.begin_object().key("k").value(true).member("k", false); }, e, "the key \"k\" twice"},
       {"a duplicate key in a nested object",
