@@ -243,6 +243,10 @@ class DataWriter {
   void fail(ErrorInfo error);
   /// Takes the write position from out_ after it wrote (and maybe grew).
   void take_position() noexcept;
+  /// The out-of-line tokens (the *_slow_at calls and double_at): write(out_)
+  /// writes the token at p after lead and says how it went.
+  template <class Write>
+  char* write_through_out(char* p, char lead, Write write);
 
   detail::JsonOut& out_;
   detail::DataWriterStacks& stacks_;

@@ -151,40 +151,38 @@ DataWriter::DataWriter(detail::JsonOut& out, detail::DataWriterStacks& stacks) n
 
 // The tokens the inline calls leave to the canonical writer: out_ takes the
 // position, writes, and hands it back (it may have grown the buffer).
-[[gnu::noinline]] char* DataWriter::string_slow_at(char* p, std::string_view text, char lead, char trail) {
+template <class Write>
+char* DataWriter::write_through_out(char* p, char lead, Write write) {
   out_.seek(p);
   if (lead != 0) out_.put(lead);
-  const detail::WriteStatus status = trail != 0 ? out_.key(text, true) : out_.string(text);
+  const detail::WriteStatus status = write(out_);
   take_position();
   if (status == detail::WriteStatus::ok) return cur_;
   fail(detail::write_error(status));
   return nullptr;
+}
+
+[[gnu::noinline]] char* DataWriter::string_slow_at(char* p, std::string_view text, char lead, char trail) {
+  return write_through_out(p, lead,
+                           [&](detail::JsonOut& out) { return trail != 0 ? out.key(text, true) : out.string(text); });
 }
 
 [[gnu::noinline]] char* DataWriter::integer_slow_at(char* p, std::int64_t number, char lead) {
-  out_.seek(p);
-  if (lead != 0) out_.put(lead);
-  out_.integer(number);
-  take_position();
-  return cur_;
+  return write_through_out(p, lead, [&](detail::JsonOut& out) {
+    out.integer(number);
+    return detail::WriteStatus::ok;
+  });
 }
 
 [[gnu::noinline]] char* DataWriter::unsigned_slow_at(char* p, std::uint64_t number, char lead) {
-  out_.seek(p);
-  if (lead != 0) out_.put(lead);
-  out_.integer(number);
-  take_position();
-  return cur_;
+  return write_through_out(p, lead, [&](detail::JsonOut& out) {
+    out.integer(number);
+    return detail::WriteStatus::ok;
+  });
 }
 
 [[gnu::noinline]] char* DataWriter::double_at(char* p, double number, char lead) {
-  out_.seek(p);
-  if (lead != 0) out_.put(lead);
-  const detail::WriteStatus status = out_.number(number);
-  take_position();
-  if (status == detail::WriteStatus::ok) return cur_;
-  fail(detail::write_error(status));
-  return nullptr;
+  return write_through_out(p, lead, [&](detail::JsonOut& out) { return out.number(number); });
 }
 
 [[gnu::cold, gnu::noinline]] DataWriter& DataWriter::null_string() {
