@@ -4,8 +4,9 @@
 
 An application database holds N committed outbox rows (written the way the
 documented table layout describes, as another language's producer could);
-the relay publishes them to a SQLite broker file and is killed with -9 once
-some, not all, went out. A second relay with --drain, after the dead relay's
+the relay publishes them to a SQLite broker file and is killed with -9 after
+it published a batch and before it marked the batch's rows (the test locks
+the outbox table against writes to hold it there). A second relay with --drain, after the dead relay's
 lease ended, publishes the rest. Every message arrives (0 lost); the copies
 the killed batch published twice are counted and reported.
 
@@ -82,23 +83,62 @@ def main():
                                  text=True, timeout=60)
             return json.loads(out.stdout)["ready"] if out.returncode == 0 and out.stdout else 0
 
-        # Killed once more than a batch went out since it started. The kill
-        # must land while a batch is published but not yet marked (the case
-        # that makes duplicates); one that lands between two batches proves
-        # less, so the relay is started and killed again until one does.
+        # The kill must land while a batch is published but not yet marked
+        # (the case that makes duplicates). Waiting for a count of deliveries
+        # and killing then lands there only by chance (the publishes of a batch
+        # are fast next to the claim and the mark), so the outbox table is
+        # locked against writes as soon as the relay's first publishes arrive:
+        # the relay goes on publishing its claimed batch and then waits at the
+        # mark, where it is killed. A lock taken too late holds the relay at
+        # its next claim instead (nothing published and unmarked); then the
+        # relay is started and killed again.
+        def lock_outbox():
+            if postgres:
+                holder = subprocess.Popen(["psql", postgres, "-qtAX", "-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, text=True)
+                holder.stdin.write("BEGIN;\nLOCK TABLE %s IN SHARE MODE;\nSELECT 'locked';\n" % table)
+                holder.stdin.flush()
+                if holder.stdout.readline().strip() != "locked":
+                    fail("could not lock the outbox table")
+
+                def unlock():
+                    # The dead relay's session may still wait for the lock; a
+                    # crashed client's statement must not run after it died.
+                    holder.stdin.write("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                       "WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid));\nROLLBACK;\n")
+                    holder.stdin.close()
+                    holder.wait(timeout=60)
+                return unlock
+            holder = sqlite3.connect(app_db, isolation_level=None, timeout=30)
+            holder.execute("BEGIN IMMEDIATE")
+
+            def unlock():
+                holder.execute("ROLLBACK")
+                holder.close()
+            return unlock
+
         kills = 0
         while True:
             kills += 1
             before = delivered()
             running = subprocess.Popen(relay, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             deadline = time.time() + 60
-            while time.time() < deadline and delivered() <= before + BATCH:
-                time.sleep(0.005)
+            while time.time() < deadline and delivered() == before:
+                time.sleep(0.002)
+            unlock = lock_outbox()
+            # The relay publishes the rest of its batch, then stops at the mark.
+            last, still_since = delivered(), time.time()
+            while time.time() < deadline and time.time() - still_since < 0.5:
+                time.sleep(0.05)
+                now_sent = delivered()
+                if now_sent != last:
+                    last, still_since = now_sent, time.time()
             running.send_signal(signal.SIGKILL)
             running.wait()
+            unlock()
             marked, sent = published(), delivered()
-            if not 0 < marked < rows:
-                fail("the relay was not killed in the middle: %d of %d marked" % (marked, rows))
+            if not marked < rows:
+                fail("the relay was not killed before the end: %d of %d marked" % (marked, rows))
             if sent > marked:
                 break
             if kills == 8:
