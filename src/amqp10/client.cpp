@@ -2,6 +2,7 @@
 #include "client.hpp"
 
 #include "c_handles.hpp"
+#include "ring.hpp"
 
 #include <babelqueue/detail/message_size.hpp>
 #include <babelqueue/error.hpp>
@@ -117,7 +118,7 @@ struct SendOp {
 // One address's receiver: its buffer is shared with receive() callers.
 struct Inbound {
   std::string address;
-  std::deque<Incoming> buffer;     // Impl::mutex_
+  Ring<Incoming> buffer;           // Impl::mutex_
   std::optional<ErrorInfo> error;  // Impl::mutex_: the link failed; reported once
   bool open = false;               // Impl::mutex_: attached (or being attached)
   // Impl::mutex_: messages receive() took out since the link's credit was
@@ -159,6 +160,8 @@ class Client::Impl final : public proton::messaging_handler {
         container_(*this, options_.container_id.empty() ? "babelqueue-" + uuid_v4() : options_.container_id) {
     container_.auto_stop(false);
     spare_.reserve(std::min<std::size_t>(options_.credit_window, 1024) + 64);
+    spare_reads_.reserve(spare_.capacity());
+    io_reads_.reserve(spare_.capacity());
   }
 
   ~Impl() override { close(std::chrono::seconds(5)); }
@@ -298,16 +301,16 @@ class Client::Impl final : public proton::messaging_handler {
   }
 
   void recycle(std::vector<Incoming>& used) {
-    // With a reader, messages carry nothing to recycle: no lock to take.
-    if (std::all_of(used.begin(), used.end(), [](const Incoming& in) { return in.read != nullptr; })) {
-      used.clear();
-      return;
-    }
     {
+      // Neither list ever reallocates (see receive()): what does not fit is
+      // freed.
       std::lock_guard lock(mutex_);
       for (auto& in : used) {
-        if (spare_.size() == spare_.capacity()) break;  // never reallocates (see receive())
-        if (!in.read) spare_.push_back(std::move(in.message));
+        if (in.read) {
+          if (spare_reads_.size() < spare_reads_.capacity()) spare_reads_.push_back(std::move(in.read));
+        } else if (spare_.size() < spare_.capacity()) {
+          spare_.push_back(std::move(in.message));
+        }
       }
     }
     used.clear();
@@ -563,8 +566,13 @@ class Client::Impl final : public proton::messaging_handler {
     Incoming incoming;
     if (options_.reader) {
       // Read here, from the message proton reuses for every delivery.
+      std::unique_ptr<Read> reuse;
+      if (!io_reads_.empty()) {
+        reuse = std::move(io_reads_.back());
+        io_reads_.pop_back();
+      }
       try {
-        incoming.read = options_.reader(it->second->address, m);
+        incoming.read = options_.reader(it->second->address, m, std::move(reuse));
       } catch (...) {
         incoming.read.reset();  // handed over instead (see MessageReader)
       }
@@ -587,6 +595,9 @@ class Client::Impl final : public proton::messaging_handler {
       }
       swap(incoming.message, m);
     }
+    // The reads recycle() gave back, for the next deliveries (this thread
+    // takes them without the lock).
+    if (io_reads_.empty()) io_reads_.swap(spare_reads_);
     const std::uint32_t index = take_slot_locked();
     Slot& slot = slots_[index];
     slot.delivery = d;
@@ -758,7 +769,8 @@ class Client::Impl final : public proton::messaging_handler {
         if (slots_[index].state != Slot::State::free) free_slot_locked(index);
       }
       for (auto& [address, in] : inbound_) {
-        for (auto& m : in->buffer) {
+        for (std::size_t i = 0; i < in->buffer.size(); ++i) {
+          Incoming& m = in->buffer[i];
           if (!m.read && spare_.size() < spare_.capacity()) spare_.push_back(std::move(m.message));
         }
         in->buffer.clear();
@@ -1163,8 +1175,9 @@ class Client::Impl final : public proton::messaging_handler {
     {
       std::lock_guard lock(mutex_);
       for (auto& [address, in] : inbound_) {
-        for (auto& m : in->buffer) {
-          if (claim_locked(m.id)) applying_.emplace_back(m.id, Outcome::released());
+        for (std::size_t i = 0; i < in->buffer.size(); ++i) {
+          const std::uint64_t id = in->buffer[i].id;
+          if (claim_locked(id)) applying_.emplace_back(id, Outcome::released());
         }
         in->buffer.clear();
       }
@@ -1568,6 +1581,11 @@ class Client::Impl final : public proton::messaging_handler {
   // Messages received and handed out, for proton to decode later deliveries
   // into (recycle()); its capacity is fixed (see receive()).
   std::vector<proton::message> spare_;
+  // Reads handed out and given back by recycle(), for the reader to fill
+  // again: a Read allocated on this thread and freed on a receiving one each
+  // time is the allocator's slow path. Both keep the same fixed capacity.
+  std::vector<std::unique_ptr<Read>> spare_reads_;  // mutex_
+  std::vector<std::unique_ptr<Read>> io_reads_;     // the container's thread only
 
   // The delivery table: a received message's slot from on_message() until
   // its settlement is applied. An id is the slot's index (low 32 bits) and

@@ -151,7 +151,9 @@ class Client {
                                                 std::chrono::milliseconds timeout);
 
   // Takes back messages received earlier (their settlement is not affected)
-  // so that their storage serves later deliveries. Empties used.
+  // so that their storage serves later deliveries: their Read goes back to
+  // the reader (MessageReader's reuse), their message to proton. Empties
+  // used.
   void recycle(std::vector<Incoming>& used);
 
   // Settles a held message with outcome. Returns once the disposition is

@@ -25,8 +25,12 @@ struct Read {
   virtual ~Read() = default;
 };
 
-// Reads message, received from address. It must not throw: a reader that
-// throws gets the message handed over as if there were no reader.
-using MessageReader = std::function<std::unique_ptr<Read>(std::string_view address, const proton::message& message)>;
+// Reads message, received from address. reuse, when not null, is a Read
+// this reader made earlier, handed back by Client::recycle(): filling it
+// again keeps the storage it already has (its strings' capacity, the object
+// itself) instead of allocating. It must not throw: a reader that throws
+// gets the message handed over as if there were no reader.
+using MessageReader = std::function<std::unique_ptr<Read>(std::string_view address, const proton::message& message,
+                                                          std::unique_ptr<Read> reuse)>;
 
 }  // namespace babelqueue::amqp10

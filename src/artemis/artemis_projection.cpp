@@ -178,10 +178,12 @@ bool read_text_properties(pn_data_t* p, Delivery& d) {
 
 }  // namespace
 
-Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::message& message) {
-  Delivery d;
-  d.queue = std::string(queue);
-  d.token.id = id;
+void read_into(std::string_view queue, const proton::message& message, Delivery& d) {
+  d.queue.assign(queue);
+  d.token = DeliveryToken{};
+  d.headers.clear();
+  d.gate_rejection.reset();
+  d.lease_deadline.reset();
   // The gate runs before the body is read. (value() of an untouched map
   // is the message's own data; empty() or a lookup would decode the map.)
   if (!read_text_properties(amqp10::detail::c_data(message.properties().value()), d)) {
@@ -199,12 +201,20 @@ Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::mes
   d.native_attempts = static_cast<std::int64_t>(message.delivery_count());
   d.attempts_merge = kZeroBasedDeliveryCount.merge;
   d.ordering_key = message.group_id();
+}
+
+Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::message& message) {
+  Delivery d;
+  read_into(queue, message, d);
+  d.token.id = id;
   return d;
 }
 
-std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, const proton::message& message) {
-  auto read = std::make_unique<DeliveryRead>();
-  read->delivery = to_delivery(queue, 0, message);
+std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, const proton::message& message,
+                                            std::unique_ptr<amqp10::Read> reuse) {
+  // reuse is one of this reader's own reads (MessageReader).
+  std::unique_ptr<DeliveryRead> read(reuse ? static_cast<DeliveryRead*>(reuse.release()) : new DeliveryRead);
+  read_into(queue, message, read->delivery);
   return read;
 }
 

@@ -244,7 +244,7 @@ Result<std::vector<Delivery>> Transport::receive(std::string_view queue, std::si
     const std::uint64_t tag = static_cast<std::uint64_t>(index) << kConnectionShift;
     for (auto& in : incoming) {
       if (in.read) {
-        out.push_back(std::move(static_cast<DeliveryRead&>(*in.read).delivery));
+        out.push_back(static_cast<const DeliveryRead&>(*in.read).delivery);  // a copy: see DeliveryRead
         out.back().token.id = in.id | tag;
       } else {
         out.push_back(to_delivery(queue, in.id | tag, in.message));  // the reader threw: read here

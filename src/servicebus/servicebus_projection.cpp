@@ -278,8 +278,10 @@ Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::mes
 }
 
 std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, const proton::message& message,
+                                            std::unique_ptr<amqp10::Read> reuse,
                                             std::chrono::milliseconds lock_duration) {
-  auto read = std::make_unique<DeliveryRead>();
+  // reuse is one of this reader's own reads (MessageReader).
+  std::unique_ptr<DeliveryRead> read(reuse ? static_cast<DeliveryRead*>(reuse.release()) : new DeliveryRead);
   read->delivery = to_delivery(queue, 0, message, proton::binary(), lock_duration);
   if (read->delivery.token.text.empty()) return nullptr;
   return read;

@@ -98,11 +98,14 @@ std::chrono::steady_clock::time_point lease_deadline_of(const Lock& lock, std::c
 // The transport's amqp10::MessageReader: to_delivery() on the connection's
 // thread, the token's id left for the receiver to fill in. Null (the
 // message is handed over with its delivery tag) when the message carries no
-// x-opt-lock-token: the lock token is then the tag's GUID.
+// x-opt-lock-token: the lock token is then the tag's GUID. The receiver
+// copies the delivery out and recycles the read (reuse), so that the
+// strings the connection's thread allocates are freed on that thread too.
 struct DeliveryRead final : amqp10::Read {
   Delivery delivery;
 };
 std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, const proton::message& message,
+                                            std::unique_ptr<amqp10::Read> reuse,
                                             std::chrono::milliseconds lock_duration);
 
 // The message's lock: its token, and until when the service holds it.

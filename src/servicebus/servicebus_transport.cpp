@@ -88,8 +88,9 @@ Result<std::unique_ptr<Transport>> Transport::open(Options options) {
   if (!connection) return unexpected(connection.error());
   // Each message is read on the connection's thread, as it arrives: its
   // lease is counted from then.
-  connection->reader = [lock_duration = options.lock_duration](std::string_view queue, const proton::message& m) {
-    return read_delivery(queue, m, lock_duration);
+  connection->reader = [lock_duration = options.lock_duration](std::string_view queue, const proton::message& m,
+                                                               std::unique_ptr<amqp10::Read> reuse) {
+    return read_delivery(queue, m, std::move(reuse), lock_duration);
   };
   const std::string endpoint = connection->host + ":" + std::to_string(connection->port);
   auto client = amqp10::Client::connect(std::move(*connection));
@@ -195,7 +196,7 @@ Result<std::vector<Delivery>> Transport::receive(std::string_view queue, std::si
   out.reserve(incoming->size());
   for (auto& in : *incoming) {
     if (in.read) {
-      out.push_back(std::move(static_cast<DeliveryRead&>(*in.read).delivery));
+      out.push_back(static_cast<const DeliveryRead&>(*in.read).delivery);  // a copy: see DeliveryRead
       out.back().token.id = in.id;
     } else {
       // Handed over (no x-opt-lock-token, or the reader threw): read here,
