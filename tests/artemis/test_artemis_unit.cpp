@@ -81,3 +81,19 @@ TEST(ArtemisReader, AReusedReadIsFilledAnewWithNothingLeftOfTheLastMessage) {
   EXPECT_EQ(d.token.id, 0U);
   EXPECT_TRUE(d.token.text.empty());
 }
+
+TEST(ArtemisReader, AReusedReadGivesUpWhatALargeMessageGrewItsBodyTo) {
+  const proton::message large =
+      bq::artemis::make_message(std::string(1 << 20, 'x'), bq::PublishOptions{}, std::nullopt);
+  auto read = bq::artemis::read_delivery("orders", large, nullptr);
+  ASSERT_GE(static_cast<const bq::artemis::DeliveryRead&>(*read).delivery.body.capacity(), std::size_t{1} << 20);
+  const proton::message small = bq::artemis::make_message(std::string(600, 'y'), bq::PublishOptions{}, std::nullopt);
+  read = bq::artemis::read_delivery("orders", small, std::move(read));
+  const std::string& body = static_cast<const bq::artemis::DeliveryRead&>(*read).delivery.body;
+  EXPECT_EQ(body, std::string(600, 'y'));
+  EXPECT_LT(body.capacity(), std::size_t{64} * 1024);
+  // A small body's storage is kept for the next one.
+  const char* const storage = body.data();
+  read = bq::artemis::read_delivery("orders", small, std::move(read));
+  EXPECT_EQ(static_cast<const bq::artemis::DeliveryRead&>(*read).delivery.body.data(), storage);
+}
