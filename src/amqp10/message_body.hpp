@@ -10,6 +10,7 @@
 
 #include <proton/codec.h>
 
+#include <cstddef>
 #include <proton/binary.hpp>
 #include <proton/symbol.hpp>
 #include <proton/value.hpp>
@@ -40,8 +41,13 @@ inline bool read_body_bytes(pn_data_t* b, std::string& out) {
 
 }  // namespace detail
 
-// The body's bytes into out (replacing what it held).
+// The body's bytes into out (replacing what it held). out keeps its storage
+// for the next message (a reader's recycled Delivery), but not what one large
+// message grew it to: kept in a read that waits for reuse, that memory would
+// stay allocated however small the messages after it.
 inline void read_body(const proton::value& body, std::string& out) {
+  constexpr std::size_t kLargestBodyKept = 64 * 1024;
+  if (out.capacity() > kLargestBodyKept) std::string().swap(out);
   out.clear();
   if (detail::read_body_bytes(detail::c_data(body), out)) return;
   out = proton::to_string(body);

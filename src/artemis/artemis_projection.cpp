@@ -179,11 +179,6 @@ bool read_text_properties(pn_data_t* p, Delivery& d) {
 }  // namespace
 
 void read_into(std::string_view queue, const proton::message& message, Delivery& d) {
-  // A recycled read keeps its body's storage for the next message, but not
-  // what one large message grew it to: kept in a read that waits for reuse,
-  // that memory would stay allocated however small the messages after it.
-  constexpr std::size_t kLargestBodyKept = 64 * 1024;
-  if (d.body.capacity() > kLargestBodyKept) std::string().swap(d.body);
   d.queue.assign(queue);
   d.token = DeliveryToken{};
   d.headers.clear();

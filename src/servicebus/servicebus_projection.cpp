@@ -244,11 +244,14 @@ std::chrono::steady_clock::time_point lease_deadline_of(const Lock& lock, std::c
   return by_service + kClocksAgree < deadline ? by_service : deadline;
 }
 
-Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::message& message,
-                     const proton::binary& tag, std::chrono::milliseconds lock_duration) {
-  Delivery d;
-  d.queue = std::string(queue);
-  d.token.id = id;
+void read_into(std::string_view queue, const proton::message& message, const proton::binary& tag,
+               std::chrono::milliseconds lock_duration, Delivery& d) {
+  d.queue.assign(queue);
+  d.token = DeliveryToken{};
+  d.headers.clear();
+  d.gate_rejection.reset();
+  d.lease_deadline.reset();
+  d.ordering_key.clear();
   // The gate runs before the body is read. (value() of an untouched map is
   // the message's own data; empty() or a lookup would decode the map.)
   if (!read_properties(amqp10::detail::c_data(message.properties().value()), d)) {
@@ -274,6 +277,13 @@ Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::mes
     d.lease_deadline =
         lease_deadline_of(lock, lock_duration, std::chrono::steady_clock::now(), std::chrono::system_clock::now());
   }
+}
+
+Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::message& message,
+                     const proton::binary& tag, std::chrono::milliseconds lock_duration) {
+  Delivery d;
+  read_into(queue, message, tag, lock_duration, d);
+  d.token.id = id;
   return d;
 }
 
@@ -282,7 +292,7 @@ std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, const proton
                                             std::chrono::milliseconds lock_duration) {
   // reuse is one of this reader's own reads (MessageReader).
   std::unique_ptr<DeliveryRead> read(reuse ? static_cast<DeliveryRead*>(reuse.release()) : new DeliveryRead);
-  read->delivery = to_delivery(queue, 0, message, proton::binary(), lock_duration);
+  read_into(queue, message, proton::binary(), lock_duration, read->delivery);
   if (read->delivery.token.text.empty()) return nullptr;
   return read;
 }

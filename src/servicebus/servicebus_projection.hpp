@@ -84,6 +84,10 @@ struct Lock {
 // message just arrived), lease_deadline too: see lease_deadline_of().
 Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::message& message,
                      const proton::binary& tag, std::chrono::milliseconds lock_duration = {});
+// The same into d, every field replaced (the token's id 0), keeping the
+// storage d's strings have.
+void read_into(std::string_view queue, const proton::message& message, const proton::binary& tag,
+               std::chrono::milliseconds lock_duration, Delivery& d);
 
 // When a lock taken now ends, on this process's steady clock: now +
 // lock_duration, unless the service's x-opt-locked-until (read on the
@@ -95,12 +99,13 @@ std::chrono::steady_clock::time_point lease_deadline_of(const Lock& lock, std::c
                                                         std::chrono::steady_clock::time_point steady_now,
                                                         std::chrono::system_clock::time_point system_now);
 
-// The transport's amqp10::MessageReader: to_delivery() on the connection's
+// The transport's amqp10::MessageReader: read_into() on the connection's
 // thread, the token's id left for the receiver to fill in. Null (the
 // message is handed over with its delivery tag) when the message carries no
 // x-opt-lock-token: the lock token is then the tag's GUID. The receiver
-// copies the delivery out and recycles the read (reuse), so that the
-// strings the connection's thread allocates are freed on that thread too.
+// copies the delivery out and recycles the read (reuse), so the connection's
+// thread fills the same strings again instead of allocating new ones (which
+// the receiving threads would free).
 struct DeliveryRead final : amqp10::Read {
   Delivery delivery;
 };

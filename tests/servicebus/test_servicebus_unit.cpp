@@ -420,6 +420,37 @@ TEST(ServiceBusProjection, AttemptsAreDeliveryCountMinusOneAndTheLockTokenIsRead
   EXPECT_EQ(sb::native_attempts_of_delivery_count(0), 0);
 }
 
+TEST(ServiceBusProjection, AReusedReadIsFilledAnewWithNothingLeftOfTheLastMessage) {
+  proton::message first = received_with(proton::scalar(std::int32_t{2}));  // rejected by the gate
+  first.properties().put("tenant", std::string("acme"));
+  first.body(std::string(100000, 'a'));
+  std::map<proton::annotation_key, proton::value> annotations;
+  annotations[proton::symbol("x-opt-lock-token")] =
+      proton::uuid::copy("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10");
+  first.message_annotations() = annotations;
+  auto read = sb::read_delivery("orders", first, nullptr, 5s);
+  ASSERT_NE(read, nullptr);
+  const bq::Delivery& was = static_cast<const sb::DeliveryRead&>(*read).delivery;
+  ASSERT_TRUE(was.gate_rejection);
+  ASSERT_TRUE(was.lease_deadline);
+  EXPECT_EQ(was.headers.size(), 1U);
+
+  proton::message second = received_with(proton::scalar(std::int32_t{1}));
+  second.message_annotations() = annotations;
+  const bq::amqp10::Read* const object = read.get();
+  read = sb::read_delivery("invoices", second, std::move(read), std::chrono::milliseconds(0));
+  ASSERT_EQ(read.get(), object);  // the same object, filled again
+  const bq::Delivery& d = static_cast<const sb::DeliveryRead&>(*read).delivery;
+  EXPECT_EQ(d.queue, "invoices");
+  EXPECT_EQ(d.body, "{}");
+  EXPECT_LT(d.body.capacity(), std::size_t{64} * 1024);  // the large body's storage was given up
+  EXPECT_TRUE(d.headers.empty());
+  EXPECT_FALSE(d.gate_rejection);
+  EXPECT_FALSE(d.lease_deadline);
+  EXPECT_EQ(d.token.id, 0U);
+  EXPECT_EQ(d.token.text, "01020304-0506-0708-090a-0b0c0d0e0f10");
+}
+
 TEST(ServiceBusProjection, TheDeliveryTagIsTheLockTokenInDotNetByteOrder) {
   // Guid 01020304-0506-0708-090a-0b0c0d0e0f10 as .NET's ToByteArray() writes it.
   const std::string le = "\x04\x03\x02\x01\x06\x05\x08\x07\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10";
