@@ -4,6 +4,7 @@
 #include "amqp_values.hpp"
 #include "c_handles.hpp"
 #include "c_message_values.hpp"
+#include "delivery_read.hpp"
 #include "message_body.hpp"
 
 #include <babelqueue/binding.hpp>
@@ -179,23 +180,11 @@ bool read_text_properties(pn_data_t* p, Delivery& d) {
 }  // namespace
 
 void read_into(std::string_view queue, const proton::message& message, Delivery& d) {
-  d.queue.assign(queue);
-  d.token = DeliveryToken{};
-  d.headers.clear();
-  d.gate_rejection.reset();
-  d.lease_deadline.reset();
+  amqp10::begin_delivery(queue, d);
   // The gate runs before the body is read. (value() of an untouched map
   // is the message's own data; empty() or a lookup would decode the map.)
   if (!read_text_properties(amqp10::detail::c_data(message.properties().value()), d)) {
-    std::map<std::string, proton::scalar> props;
-    proton::get(message.properties().value(), props);
-    for (const auto& [name, value] : props) {
-      if (name == names.schema_version) {
-        d.gate_rejection = amqp10::schema_version_gate(value);
-      } else if (!is_ours(name)) {
-        d.headers.emplace(name, amqp10::text_of(value));
-      }
-    }
+    amqp10::read_properties_decoded(message, names.schema_version, is_ours, d);
   }
   amqp10::read_body(message.body(), d.body);
   d.native_attempts = static_cast<std::int64_t>(message.delivery_count());

@@ -4,6 +4,7 @@
 #include "amqp_values.hpp"
 #include "c_handles.hpp"
 #include "c_message_values.hpp"
+#include "delivery_read.hpp"
 #include "message_body.hpp"
 
 #include <babelqueue/binding.hpp>
@@ -246,24 +247,12 @@ std::chrono::steady_clock::time_point lease_deadline_of(const Lock& lock, std::c
 
 void read_into(std::string_view queue, const proton::message& message, const proton::binary& tag,
                std::chrono::milliseconds lock_duration, Delivery& d) {
-  d.queue.assign(queue);
-  d.token = DeliveryToken{};
-  d.headers.clear();
-  d.gate_rejection.reset();
-  d.lease_deadline.reset();
-  d.ordering_key.clear();
+  amqp10::begin_delivery(queue, d);
   // The gate runs before the body is read. (value() of an untouched map is
   // the message's own data; empty() or a lookup would decode the map.)
   if (!read_properties(amqp10::detail::c_data(message.properties().value()), d)) {
-    std::map<std::string, proton::scalar> props;
-    proton::get(message.properties().value(), props);
-    for (const auto& [name, value] : props) {
-      if (name == names.schema_version) {
-        d.gate_rejection = amqp10::schema_version_gate(value);
-      } else if (!names.owns(name)) {
-        d.headers.emplace(name, amqp10::text_of(value));
-      }
-    }
+    amqp10::read_properties_decoded(
+        message, names.schema_version, [](std::string_view name) { return names.owns(name); }, d);
   }
   amqp10::read_body(message.body(), d.body);
   // The header carries DeliveryCount - 1.

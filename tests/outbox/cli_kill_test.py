@@ -7,8 +7,9 @@ documented table layout describes, as another language's producer could);
 the relay publishes them to a SQLite broker file and is killed with -9 after
 it published a batch and before it marked the batch's rows (the test locks
 the outbox table against writes to hold it there). A second relay with
---drain, after the dead relay's lease ended, publishes the rest. Every message arrives (0 lost); the copies
-the killed batch published twice are counted and reported.
+--drain, after the dead relay's lease ended, publishes the rest. Every
+message arrives (0 lost); the copies the killed batch published twice are
+counted and reported.
 
 With a PostgreSQL URL as second argument the outbox is a table there (rows
 inserted with psql), else a SQLite file.

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// The parts of reading a received AMQP message into a transport's Delivery
+// that the Artemis and Service Bus readers share: emptying a recycled
+// Delivery for the next message, and the application properties read the
+// slow way, decoded into a map.
+//
+// Thread-safety: functions over the caller's objects.
+#pragma once
+
+#include "amqp_values.hpp"
+
+#include <babelqueue/transport.hpp>
+
+#include <map>
+#include <proton/message.hpp>
+#include <proton/scalar.hpp>
+#include <proton/value.hpp>
+#include <string>
+#include <string_view>
+
+namespace babelqueue::amqp10 {
+
+// Empties d for a message received from queue, every field as a fresh
+// Delivery has it but the body (read_body() replaces it), keeping the
+// storage d's strings have: d is a reader's recycled Read.
+inline void begin_delivery(std::string_view queue, Delivery& d) {
+  d.queue.assign(queue);
+  d.headers.clear();
+  d.native_attempts.reset();
+  d.gate_rejection.reset();
+  d.attempts_merge = Delivery{}.attempts_merge;
+  d.ordering_key.clear();
+  d.lease_deadline.reset();
+  d.token = DeliveryToken{};
+}
+
+// The application properties of message decoded into a map, for the
+// values a reader's fast path does not take: schema_version is the gate
+// (d.gate_rejection), the others not owned(name) by the binding become
+// headers as text.
+template <class Owned>
+void read_properties_decoded(const proton::message& message, std::string_view schema_version, Owned owned,
+                             Delivery& d) {
+  std::map<std::string, proton::scalar> props;
+  proton::get(message.properties().value(), props);
+  for (const auto& [name, value] : props) {
+    if (name == schema_version) {
+      d.gate_rejection = schema_version_gate(value);
+    } else if (!owned(name)) {
+      d.headers.emplace(name, text_of(value));
+    }
+  }
+}
+
+}  // namespace babelqueue::amqp10
