@@ -76,18 +76,22 @@ endfunction()
 
 # qpid-proton C++ (Debian: libqpid-proton-cpp12-dev): its pkg-config file names
 # a library that does not exist and it has no CMake config. The target links
-# the C++ binding and the core C library it is built on, never the
-# all-in-one libqpid-proton as well, which would load a second copy of the
-# C library.
+# the C++ binding and the C libraries it is built on (the core and the
+# proactor, which the AMQP client drives itself), never the all-in-one
+# libqpid-proton as well, which would load a second copy of the C library.
 function(bq_find_QpidProton target)
   find_path(BQ_QPID_PROTON_INCLUDE_DIR proton/container.hpp)
   find_library(BQ_QPID_PROTON_CPP_LIBRARY NAMES qpid-proton-cpp)
   find_library(BQ_QPID_PROTON_CORE_LIBRARY NAMES qpid-proton-core libqpid-proton-core.so.10)
-  if(NOT BQ_QPID_PROTON_INCLUDE_DIR OR NOT BQ_QPID_PROTON_CPP_LIBRARY OR NOT BQ_QPID_PROTON_CORE_LIBRARY)
+  find_library(BQ_QPID_PROTON_PROACTOR_LIBRARY NAMES qpid-proton-proactor libqpid-proton-proactor.so.1)
+  if(NOT BQ_QPID_PROTON_INCLUDE_DIR
+     OR NOT BQ_QPID_PROTON_CPP_LIBRARY
+     OR NOT BQ_QPID_PROTON_CORE_LIBRARY
+     OR NOT BQ_QPID_PROTON_PROACTOR_LIBRARY)
     return()
   endif()
   add_library(${target} INTERFACE IMPORTED GLOBAL)
   set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${BQ_QPID_PROTON_INCLUDE_DIR}"
                                              INTERFACE_LINK_LIBRARIES
-                                             "${BQ_QPID_PROTON_CPP_LIBRARY};${BQ_QPID_PROTON_CORE_LIBRARY}")
+                                             "${BQ_QPID_PROTON_CPP_LIBRARY};${BQ_QPID_PROTON_CORE_LIBRARY};${BQ_QPID_PROTON_PROACTOR_LIBRARY}")
 endfunction()

@@ -1,20 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// What proton's C++ objects do not offer, done on the C objects beneath them:
-// modified{delivery-failed=true} (proton::delivery::modify() sends
-// delivery-failed=false, and Artemis counts a delivery only with true), the
-// receiver's rcv-settle-mode second (receiver_options cannot set it), a
-// transfer of bytes encoded already (proton::sender::send() encodes a
-// proton::message), reading a value's data without copying it into C++
-// containers, and an outcome sent without settling (rcv-settle-mode second)
-// with an error's info map.
+// Two things done on proton's C objects: the data a proton::value holds,
+// read without copying it into C++ containers (a transport's reader reads a
+// received message's maps so), and the outcomes proton's C++ objects never
+// offered: modified{delivery-failed=true} (proton::delivery::modify() sends
+// delivery-failed=false, and Artemis counts a delivery only with true) and
+// an outcome sent without settling (rcv-settle-mode second) with an error's
+// info map.
 //
-// The C handle sits behind proton::internal::object's protected pn_object()
-// (a proton::value's behind value_base's protected data_); a pointer to that
+// The C handle of a value's data sits behind value_base's protected data_
+// (and proton::internal::object's protected pn_object()); a pointer to that
 // member, formed in a derived class as the access rules allow, reads it from
 // any object of the base type.
 //
-// Thread-safety: like the proton objects themselves, the container's thread
-// only; c_data() on a value the calling thread owns.
+// Thread-safety: a delivery on its connection's thread only; c_data() on a
+// value the calling thread owns.
 #pragma once
 
 #include "outcome.hpp"
@@ -25,11 +24,7 @@
 #include <proton/disposition.h>
 #include <proton/link.h>
 
-#include <proton/delivery.hpp>
 #include <proton/internal/data.hpp>
-#include <proton/receiver.hpp>
-#include <proton/sender.hpp>
-#include <proton/tracker.hpp>
 #include <proton/value.hpp>
 
 namespace babelqueue::amqp10::detail {
@@ -41,15 +36,6 @@ struct CHandle : Wrapper {
     return (object.*get)();
   }
 };
-
-inline pn_delivery_t* c_delivery(const proton::delivery& d) { return CHandle<proton::delivery, pn_delivery_t>::of(d); }
-
-inline pn_link_t* c_link(const proton::receiver& r) { return CHandle<proton::receiver, pn_link_t>::of(r); }
-
-inline pn_link_t* c_link(const proton::sender& s) { return CHandle<proton::sender, pn_link_t>::of(s); }
-
-// A sent message's delivery (what a tracker stands for).
-inline pn_delivery_t* c_delivery(const proton::tracker& t) { return CHandle<proton::transfer, pn_delivery_t>::of(t); }
 
 // The data a value holds (of a message's body or maps: the message's own),
 // or null for a value that never held any.
@@ -64,8 +50,7 @@ inline pn_data_t* c_data(const proton::value& v) {
 }
 
 // Settles d with modified{delivery-failed=true[, undeliverable-here]}.
-inline void settle_modified_failed(const proton::delivery& d, bool undeliverable_here) {
-  pn_delivery_t* c = c_delivery(d);
+inline void settle_modified_failed(pn_delivery_t* c, bool undeliverable_here) {
   pn_disposition_t* local = pn_delivery_local(c);
   pn_disposition_set_failed(local, true);
   pn_disposition_set_undeliverable(local, undeliverable_here);
@@ -76,8 +61,7 @@ inline void settle_modified_failed(const proton::delivery& d, bool undeliverable
 // Sets d's local outcome without settling it (rcv-settle-mode second: the
 // broker settles first, then the receiver). rejected carries the outcome's
 // condition, with its info as a map of symbol keys to strings.
-inline void update_unsettled(const proton::delivery& d, const Outcome& outcome) {
-  pn_delivery_t* c = c_delivery(d);
+inline void update_unsettled(pn_delivery_t* c, const Outcome& outcome) {
   pn_disposition_t* local = pn_delivery_local(c);
   switch (outcome.kind) {
     case Outcome::Kind::accepted: pn_delivery_update(c, PN_ACCEPTED); return;
@@ -107,12 +91,6 @@ inline void update_unsettled(const proton::delivery& d, const Outcome& outcome) 
       return;
     }
   }
-}
-
-// Asks for rcv-settle-mode second; call right after open_receiver, before
-// the attach frame leaves (the container's thread sends it later).
-inline void request_receiver_settles_second(const proton::receiver& r) {
-  pn_link_set_rcv_settle_mode(c_link(r), PN_RCV_SECOND);
 }
 
 }  // namespace babelqueue::amqp10::detail

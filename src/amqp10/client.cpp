@@ -8,8 +8,20 @@
 #include <babelqueue/error.hpp>
 #include <babelqueue/uuid.hpp>
 
+#include <proton/condition.h>
+#include <proton/connection.h>
+#include <proton/delivery.h>
+#include <proton/disposition.h>
 #include <proton/error.h>
+#include <proton/event.h>
+#include <proton/link.h>
 #include <proton/message.h>
+#include <proton/proactor.h>
+#include <proton/sasl.h>
+#include <proton/session.h>
+#include <proton/ssl.h>
+#include <proton/terminus.h>
+#include <proton/transport.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,27 +33,12 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <proton/connection.hpp>
-#include <proton/connection_options.hpp>
-#include <proton/container.hpp>
-#include <proton/delivery.hpp>
-#include <proton/error_condition.hpp>
+#include <proton/error.hpp>
 #include <proton/message_id.hpp>
-#include <proton/messaging_handler.hpp>
-#include <proton/receiver.hpp>
-#include <proton/receiver_options.hpp>
-#include <proton/sender.hpp>
-#include <proton/sender_options.hpp>
-#include <proton/source_options.hpp>
-#include <proton/ssl.hpp>
-#include <proton/target_options.hpp>
 #include <proton/timestamp.hpp>
-#include <proton/tracker.hpp>
-#include <proton/transport.hpp>
-#include <proton/work_queue.hpp>
 #include <thread>
-#include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace babelqueue::amqp10 {
@@ -50,23 +47,36 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How often the container's thread checks its deadlines (Impl::tick()).
-const proton::duration kTick(100);
+// How often the I/O thread checks its deadlines (Impl::tick()), in ms.
+constexpr pn_millis_t kTickMs = 100;
 
-std::string describe(const proton::error_condition& e) {
-  if (!e) return "no error condition";
-  std::string text = e.name();
-  if (!e.description().empty()) text += ": " + e.description();
+// A condition as the peer (or proton) stated it.
+struct Condition {
+  std::string name;
+  std::string description;
+  bool empty() const { return name.empty(); }
+};
+
+Condition condition_of(pn_condition_t* c) {
+  if (c == nullptr || !pn_condition_is_set(c)) return {};
+  const char* name = pn_condition_get_name(c);
+  const char* description = pn_condition_get_description(c);
+  return Condition{name ? name : "", description ? description : ""};
+}
+
+std::string describe(const Condition& e) {
+  if (e.empty()) return "no error condition";
+  std::string text = e.name;
+  if (!e.description.empty()) text += ": " + e.description;
   return text;
 }
 
 // What a connection or link failure means to the caller.
-// The broker's condition as an ErrorInfo (classify adds its name and text).
-ErrorInfo classify_condition(const proton::error_condition& e, std::string_view where) {
-  const std::string name = e.name();
+ErrorInfo classify_condition(const Condition& e, std::string_view where) {
+  const std::string& name = e.name;
   const std::string text = std::string(where) + ": " + describe(e);
   if (name == "amqp:unauthorized-access") return ErrorInfo{Errc::auth, text + " (credentials refused)"};
-  if (e.description().find("SSL") != std::string::npos || e.description().find("certificate") != std::string::npos) {
+  if (e.description.find("SSL") != std::string::npos || e.description.find("certificate") != std::string::npos) {
     return ErrorInfo{Errc::auth, text + " (TLS handshake failed: check tls_ca and tls_server_name)"};
   }
   if (name == "amqp:not-found") return ErrorInfo{Errc::not_found, text};
@@ -78,24 +88,37 @@ ErrorInfo classify_condition(const proton::error_condition& e, std::string_view 
   return ErrorInfo{Errc::connection, text};
 }
 
-ErrorInfo classify(const proton::error_condition& e, std::string_view where) {
-  return classify_condition(e, where).with_native(e.name(), e.description());
+// The broker's condition as an ErrorInfo (classify adds its name and text).
+ErrorInfo classify(const Condition& e, std::string_view where) {
+  return classify_condition(e, where).with_native(e.name, e.description);
 }
 
-proton::error_condition remote_condition(const proton::transfer& t) {
-  pn_delivery_t* c = detail::CHandle<proton::transfer, pn_delivery_t>::of(t);
-  pn_condition_t* cond = pn_disposition_condition(pn_delivery_remote(c));
-  if (cond == nullptr || !pn_condition_is_set(cond)) return {};
-  const char* name = pn_condition_get_name(cond);
-  const char* description = pn_condition_get_description(cond);
-  return proton::error_condition(name ? name : "", description ? description : "");
+// Sets a terminus's capabilities: an array of symbols.
+void put_capabilities(pn_terminus_t* terminus, const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  pn_data_t* caps = pn_terminus_capabilities(terminus);
+  pn_data_clear(caps);
+  pn_data_put_array(caps, false, PN_SYMBOL);
+  pn_data_enter(caps);
+  for (const auto& n : names) pn_data_put_symbol(caps, pn_bytes(n.size(), n.data()));
+  pn_data_exit(caps);
 }
 
-std::vector<proton::symbol> symbols(const std::vector<std::string>& names) {
-  std::vector<proton::symbol> out;
-  out.reserve(names.size());
-  for (const auto& n : names) out.emplace_back(n);
-  return out;
+// Attached locally and not closed by the peer.
+bool link_usable(pn_link_t* link) {
+  const pn_state_t state = pn_link_state(link);
+  return (state & PN_LOCAL_ACTIVE) != 0 && (state & PN_REMOTE_CLOSED) == 0;
+}
+
+// Puts bytes on link as one unsettled transfer tagged with the next tag.
+pn_delivery_t* transfer(pn_link_t* link, std::string_view bytes, std::uint64_t& next_tag) {
+  char tag[sizeof next_tag];
+  std::memcpy(tag, &next_tag, sizeof tag);
+  ++next_tag;
+  pn_delivery_t* delivery = pn_delivery(link, pn_dtag(tag, sizeof tag));
+  pn_link_send(link, bytes.data(), bytes.size());
+  pn_link_advance(link);
+  return delivery;
 }
 
 }  // namespace
@@ -124,7 +147,7 @@ struct Inbound {
   // Impl::mutex_: messages receive() took out since the link's credit was
   // last topped up (what a top-up would give back).
   std::size_t taken = 0;
-  proton::receiver link;  // the container's thread only
+  pn_link_t* link = nullptr;  // the I/O thread only
 };
 
 // One browse(): a copy-mode receiver drained once.
@@ -134,7 +157,7 @@ struct BrowseOp {
   std::vector<std::vector<char>> encoded;  // Impl::mutex_
   std::optional<ErrorInfo> error;          // Impl::mutex_
   bool done = false;                       // Impl::mutex_
-  proton::receiver link;                   // the container's thread only
+  pn_link_t* link = nullptr;               // the I/O thread only
 };
 
 // A request() call in progress. Guarded by Impl::mutex_.
@@ -153,30 +176,27 @@ struct ConfirmOp {
   std::size_t remaining = 0;
 };
 
-class Client::Impl final : public proton::messaging_handler {
+class Client::Impl final {
  public:
   explicit Impl(ConnectionOptions options)
       : options_(std::move(options)),
-        container_(*this, options_.container_id.empty() ? "babelqueue-" + uuid_v4() : options_.container_id) {
-    container_.auto_stop(false);
+        container_id_(options_.container_id.empty() ? "babelqueue-" + uuid_v4() : options_.container_id),
+        proactor_(pn_proactor()) {
     spare_.reserve(std::min<std::size_t>(options_.credit_window, 1024) + 64);
     spare_reads_.reserve(spare_.capacity());
     io_reads_.reserve(spare_.capacity());
   }
 
-  ~Impl() override { close(std::chrono::seconds(5)); }
+  ~Impl() {
+    close(std::chrono::seconds(5));
+    if (proactor_ != nullptr) pn_proactor_free(proactor_);
+  }
+
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   Result<void> start() {
-    thread_ = std::thread([this] {
-      try {
-        container_.run();
-      } catch (const std::exception& e) {
-        std::lock_guard lock(mutex_);
-        last_error_ = ErrorInfo{Errc::internal, std::string("AMQP container stopped: ") + e.what()};
-        state_ = State::closed;
-        cv_.notify_all();
-      }
-    });
+    thread_ = std::thread([this] { run(); });
     std::unique_lock lock(mutex_);
     const bool settled = cv_.wait_for(lock, options_.connect_timeout + std::chrono::milliseconds(500), [&] {
       return state_ == State::open || first_attempt_failed_ || state_ == State::closed;
@@ -422,27 +442,89 @@ class Client::Impl final : public proton::messaging_handler {
       }
     }
     if (thread_.joinable()) {
-      container_.stop();
+      stopping_.store(true);
+      pn_proactor_interrupt(proactor_);
       thread_.join();
     }
   }
 
-  // ---- the container's thread ----
+  // ---- the I/O thread ----
 
-  void on_container_start(proton::container& c) override {
-    {
-      std::lock_guard lock(mutex_);
-      work_ = std::make_unique<proton::work_queue>(c);
-    }
+  // Waits for proton's events and handles them, until close() stops it.
+  void run() {
     connect_now();
-    work_->schedule(kTick, proton::work([this] { tick(); }));
+    pn_proactor_set_timeout(proactor_, kTickMs);
+    bool running = true;
+    while (running) {
+      pn_event_batch_t* batch = pn_proactor_wait(proactor_);
+      try {
+        while (pn_event_t* event = pn_event_batch_next(batch)) {
+          if (!handle(event)) running = false;
+        }
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mutex_);
+        last_error_ = ErrorInfo{Errc::internal, std::string("the AMQP client's I/O thread stopped: ") + e.what()};
+        state_ = State::closed;
+        cv_.notify_all();
+        running = false;
+      }
+      pn_proactor_done(proactor_, batch);
+    }
   }
 
-  void on_connection_open(proton::connection& c) override {
+  // One event; false once the thread is to stop.
+  bool handle(pn_event_t* event) {
+    switch (pn_event_type(event)) {
+      case PN_DELIVERY: on_delivery(pn_event_delivery(event)); break;
+      case PN_LINK_FLOW: on_link_flow(pn_event_link(event)); break;
+      case PN_CONNECTION_WAKE: run_work(); break;
+      case PN_PROACTOR_INTERRUPT:
+        if (stopping_.load()) return false;
+        run_work_outside();
+        break;
+      case PN_PROACTOR_TIMEOUT:
+        if (stopping_.load()) return false;
+        tick();
+        run_work_outside();
+        pn_proactor_set_timeout(proactor_, kTickMs);
+        break;
+      case PN_CONNECTION_REMOTE_OPEN: on_connection_open(pn_event_connection(event)); break;
+      case PN_CONNECTION_REMOTE_CLOSE: on_connection_remote_close(pn_event_connection(event)); break;
+      case PN_TRANSPORT_CLOSED: on_transport_closed(pn_event_connection(event), pn_event_transport(event)); break;
+      case PN_LINK_REMOTE_OPEN: on_link_open(pn_event_link(event)); break;
+      case PN_LINK_REMOTE_CLOSE:
+      case PN_LINK_REMOTE_DETACH: on_link_remote_close(pn_event_link(event)); break;
+      default: break;
+    }
+    return true;
+  }
+
+  // Runs the work callers posted (post_locked()), in the context of the
+  // connection's own events, so proton writes what it produced at once.
+  void run_work() {
+    {
+      std::lock_guard lock(mutex_);
+      wake_posted_ = false;
+      running_.swap(work_);
+    }
+    for (auto& fn : running_) fn();
+    running_.clear();
+  }
+
+  // The same outside the connection's events (no connection was open when
+  // the work was posted): the connection, if one is there now, is woken
+  // so that proton writes what the work produced.
+  void run_work_outside() {
+    run_work();
+    if (connection_attempt_ != nullptr) pn_connection_wake(connection_attempt_);
+  }
+
+  void on_connection_open(pn_connection_t* c) {
+    if (c != connection_attempt_) return;
     std::lock_guard lock(mutex_);
     if (closing_) return;
     connection_ = c;
-    connection_work_ = &c.work_queue();
+    wakeable_ = c;
     connect_deadline_.reset();
     state_ = State::open;
     attempt_ = 0;
@@ -458,15 +540,8 @@ class Client::Impl final : public proton::messaging_handler {
     cv_.notify_all();
   }
 
-  void on_transport_error(proton::transport& t) override {
-    lost(t.connection(), t.error(), "AMQP connection to " + endpoint());
-  }
-
-  void on_connection_error(proton::connection& c) override {
-    lost(c, c.error(), "AMQP connection to " + endpoint() + " closed by the broker");
-  }
-
-  void on_transport_close(proton::transport& t) override {
+  void on_connection_remote_close(pn_connection_t* c) {
+    const Condition condition = condition_of(pn_connection_remote_condition(c));
     bool done = false;
     {
       std::lock_guard lock(mutex_);
@@ -474,110 +549,165 @@ class Client::Impl final : public proton::messaging_handler {
     }
     if (done) {
       finish_close();
-    } else {
-      lost(t.connection(), proton::error_condition("proton:io", "connection closed"),
-           "AMQP connection to " + endpoint());
+    } else if (!condition.empty()) {
+      lost(c, condition, "AMQP connection to " + endpoint() + " closed by the broker");
     }
+    if ((pn_connection_state(c) & PN_LOCAL_CLOSED) == 0) pn_connection_close(c);
   }
 
-  void on_connection_close(proton::connection&) override {
+  // The connection's last event: proton frees it (its links and deliveries
+  // too) once this batch is done.
+  void on_transport_closed(pn_connection_t* c, pn_transport_t* t) {
+    {
+      std::lock_guard lock(mutex_);
+      if (wakeable_ == c) {
+        wakeable_ = nullptr;
+        // A wake sent to it is lost with it: the work it was for runs at
+        // the next tick, or now.
+        if (wake_posted_) pn_proactor_interrupt(proactor_);
+      }
+    }
     bool done = false;
     {
       std::lock_guard lock(mutex_);
       done = closing_;
     }
-    if (done) finish_close();
+    if (done) {
+      if (c == connection_attempt_ || connection_attempt_ == nullptr) finish_close();
+    } else {
+      Condition condition = condition_of(pn_transport_condition(t));
+      if (condition.empty()) condition = Condition{"proton:io", "connection closed"};
+      lost(c, condition, "AMQP connection to " + endpoint());
+    }
+    if (c == connection_attempt_) {
+      connection_attempt_ = nullptr;
+      connection_ = nullptr;
+    }
   }
 
-  void on_sendable(proton::sender& s) override {
-    auto it = sender_address_.find(s);
-    if (it != sender_address_.end()) pump(it->second);
-    if (auto node = channel_senders_.find(s); node != channel_senders_.end()) service_channel(node->second);
+  void on_link_flow(pn_link_t* link) {
+    if (pn_link_is_sender(link)) {
+      if (pn_link_credit(link) <= 0) return;
+      if (auto it = sender_address_.find(link); it != sender_address_.end()) pump(it->second);
+      if (auto node = channel_senders_.find(link); node != channel_senders_.end()) service_channel(node->second);
+      return;
+    }
+    // A browser's drain is over once the broker used up or took back all
+    // its credit.
+    if (browsers_.empty()) return;
+    auto it = browsers_.find(link);
+    if (it != browsers_.end() && pn_link_get_drain(link) && !pn_link_draining(link))
+      end_browse(it->second, std::nullopt);
   }
 
-  void on_sender_error(proton::sender& s) override {
-    if (!channel_link_failed(s, s.error())) sender_failed(s, s.error());
-  }
-  void on_sender_close(proton::sender& s) override {
-    if (!channel_link_failed(s, s.error())) sender_failed(s, s.error());
-  }
-
-  void on_receiver_error(proton::receiver& r) override {
-    if (browser_failed(r)) return;
-    if (!channel_link_failed(r, r.error())) receiver_failed(r, r.error());
-  }
-  void on_receiver_close(proton::receiver& r) override {
-    if (browser_failed(r)) return;
-    if (!channel_link_failed(r, r.error())) receiver_failed(r, r.error());
-  }
-
-  // A browser's link is attached: ask for up to max messages, and for the
-  // broker to say when it has sent all it has (drain).
-  void on_receiver_open(proton::receiver& r) override {
-    auto it = browsers_.find(r);
+  // A link the peer attached: a browser asks for up to max messages, and
+  // for the broker to say when it has sent all it has (drain).
+  void on_link_open(pn_link_t* link) {
+    auto it = browsers_.find(link);
     if (it == browsers_.end()) return;
-    r.add_credit(static_cast<std::uint32_t>(std::min<std::size_t>(it->second->max, 1U << 20U)));
-    r.drain();
+    pn_link_drain(link, static_cast<int>(std::min<std::size_t>(it->second->max, 1U << 20U)));
   }
 
-  void on_receiver_drain_finish(proton::receiver& r) override {
-    auto it = browsers_.find(r);
-    if (it != browsers_.end()) end_browse(it->second, std::nullopt);
+  void on_link_remote_close(pn_link_t* link) {
+    const Condition condition = condition_of(pn_link_remote_condition(link));
+    if (pn_link_is_sender(link)) {
+      if (!channel_link_failed(link, condition, true)) sender_failed(link, condition);
+    } else if (!browser_failed(link, condition) && !channel_link_failed(link, condition, false)) {
+      receiver_failed(link, condition);
+    }
+    if ((pn_link_state(link) & PN_LOCAL_CLOSED) == 0) pn_link_close(link);
+    // A link of ours done with (a browser's, a request channel's) holds no
+    // delivery anyone refers to: freed now, not with the connection.
+    if (finished_links_.erase(link) > 0) pn_link_free(link);
+  }
+
+  void on_delivery(pn_delivery_t* d) {
+    pn_link_t* const link = pn_delivery_link(d);
+    if (pn_link_is_sender(link)) {
+      if (pn_delivery_updated(d)) on_outcome(d);
+      return;
+    }
+    if (pn_delivery_aborted(d)) {
+      if (d == pn_link_current(link)) pn_link_advance(link);
+      pn_delivery_settle(d);
+      return;
+    }
+    if (pn_delivery_readable(d)) {
+      if (!pn_delivery_partial(d)) on_message(d, link);
+      return;
+    }
+    if (pn_delivery_updated(d) && pn_delivery_settled(d)) on_delivery_settle(d);
+  }
+
+  // Reads a whole delivery's bytes into recv_ and moves the link on.
+  void read_delivery(pn_delivery_t* d, pn_link_t* link) {
+    recv_.resize(pn_delivery_pending(d));
+    std::size_t have = 0;
+    for (;;) {
+      if (have == recv_.size()) recv_.resize(std::max<std::size_t>(have * 2, 1024));
+      const ssize_t n = pn_link_recv(link, recv_.data() + have, recv_.size() - have);
+      if (n <= 0) break;  // PN_EOS: the delivery is read
+      have += static_cast<std::size_t>(n);
+    }
+    recv_.resize(have);
+    pn_link_advance(link);
+  }
+
+  // Decodes recv_ into message; false (and the delivery given back to the
+  // broker as failed) when it is no AMQP message.
+  bool decode_into(proton::message& message, pn_delivery_t* d, std::string_view address) {
+    try {
+      message.decode(recv_);
+      return true;
+    } catch (const std::exception& e) {
+      log(LogLevel::error, "a message from '" + std::string(address) +
+                               "' is not a valid AMQP message; it goes back to the broker as failed: " + e.what());
+      detail::settle_modified_failed(d, false);
+      return false;
+    }
   }
 
   // The broker settled a delivery the client had given an outcome without
   // settling it (settle_confirmed()).
-  void on_delivery_settle(proton::delivery& d) override {
+  void on_delivery_settle(pn_delivery_t* d) {
     auto it = awaiting_.find(d);
     if (it == awaiting_.end()) return;
     auto [op, index] = it->second;
     awaiting_.erase(it);
     std::optional<ErrorInfo> error = refusal_of(d, op->outcome);
-    d.settle();
+    pn_delivery_settle(d);
     std::lock_guard lock(mutex_);
     if (!op->answered[index]) answer_locked(*op, index, std::move(error));
     if (op->remaining == 0) cv_.notify_all();
   }
 
-  void on_message(proton::delivery& d, proton::message& m) override {
+  void on_message(pn_delivery_t* d, pn_link_t* link) {
     // The browsers and request/response channels are looked up only when
-    // there are any: each lookup wraps the link in a proton::receiver.
-    if (auto browser = browsers_.empty() ? browsers_.end() : browsers_.find(d.receiver()); browser != browsers_.end()) {
-      const std::shared_ptr<BrowseOp> op = browser->second;
-      std::vector<char> encoded;
-      m.encode(encoded);
-      d.accept();  // a copy: settling it takes nothing from the queue
-      bool full = false;
-      {
-        std::lock_guard lock(mutex_);
-        op->encoded.push_back(std::move(encoded));
-        full = op->encoded.size() >= op->max;
+    // there are any.
+    if (!browsers_.empty()) {
+      if (auto browser = browsers_.find(link); browser != browsers_.end()) {
+        const std::shared_ptr<BrowseOp> op = browser->second;
+        read_delivery(d, link);
+        pn_delivery_update(d, PN_ACCEPTED);  // a copy: settling it takes nothing from the queue
+        pn_delivery_settle(d);
+        bool full = false;
+        {
+          std::lock_guard lock(mutex_);
+          op->encoded.push_back(recv_);
+          full = op->encoded.size() >= op->max;
+        }
+        if (full) end_browse(op, std::nullopt);
+        return;
       }
-      if (full) end_browse(op, std::nullopt);
-      return;
     }
-    if (!channel_receivers_.empty() && on_reply(d, m)) return;
-    pn_link_t* const link = pn_delivery_link(detail::c_delivery(d));
+    if (!channel_receivers_.empty() && on_reply(d, link)) return;
     auto it = receivers_.find(link);
     if (it == receivers_.end()) {
-      d.release();
+      read_delivery(d, link);
+      pn_delivery_update(d, PN_RELEASED);
+      pn_delivery_settle(d);
       return;
     }
-    Incoming incoming;
-    if (options_.reader) {
-      // Read here, from the message proton reuses for every delivery.
-      std::unique_ptr<Read> reuse;
-      if (!io_reads_.empty()) {
-        reuse = std::move(io_reads_.back());
-        io_reads_.pop_back();
-      }
-      try {
-        incoming.read = options_.reader(it->second->address, m, std::move(reuse));
-      } catch (...) {
-        incoming.read.reset();  // handed over instead (see MessageReader)
-      }
-    }
-    if (!incoming.read) incoming.tag = d.tag();
     // Deliveries of the same read still queued behind this one are buffered
     // next, before proton writes or waits: receive() is woken once, after the
     // last of them, instead of once per message (a wake per message cost a
@@ -585,15 +715,35 @@ class Client::Impl final : public proton::messaging_handler {
     // delivery still arriving in parts counts as queued too: the wake then
     // waits for its last frame, or for the receive()'s own deadline.
     const bool more_queued = pn_link_queued(link) > 1;
+    read_delivery(d, link);
+    if (!decode_into(io_message_, d, it->second->address)) return;
+    Incoming incoming;
+    if (options_.reader) {
+      // Read here, from the message every delivery is decoded into.
+      std::unique_ptr<Read> reuse;
+      if (!io_reads_.empty()) {
+        reuse = std::move(io_reads_.back());
+        io_reads_.pop_back();
+      }
+      try {
+        incoming.read = options_.reader(it->second->address, io_message_, std::move(reuse));
+      } catch (...) {
+        incoming.read.reset();  // handed over instead (see MessageReader)
+      }
+    }
+    if (!incoming.read) {
+      const pn_delivery_tag_t tag = pn_delivery_tag(d);
+      incoming.tag = proton::binary(tag.start, tag.start + tag.size);
+    }
     std::lock_guard lock(mutex_);
-    // The message proton decoded is handed over as it is: swapped with a
-    // recycled one, which proton decodes the next delivery into.
+    // The message decoded is handed over as it is: swapped with a recycled
+    // one, which the next delivery is decoded into.
     if (!incoming.read) {
       if (!spare_.empty()) {
         incoming.message = std::move(spare_.back());
         spare_.pop_back();
       }
-      swap(incoming.message, m);
+      swap(incoming.message, io_message_);
     }
     // The reads recycle() gave back, for the next deliveries (this thread
     // takes them without the lock).
@@ -610,20 +760,26 @@ class Client::Impl final : public proton::messaging_handler {
     }
   }
 
-  void on_tracker_accept(proton::tracker& t) override { tracker_done(t, std::nullopt); }
-
-  void on_tracker_reject(proton::tracker& t) override {
-    const proton::error_condition condition = remote_condition(t);
-    tracker_done(t, ErrorInfo{Errc::broker, "the broker rejected the message: " + describe(condition)}.with_native(
-                        condition.name(), condition.description()));
-  }
-
-  void on_tracker_release(proton::tracker& t) override {
-    tracker_done(t, ErrorInfo{Errc::broker, "the broker released the message instead of accepting it"});
-  }
-
-  void on_tracker_settle(proton::tracker& t) override {
-    tracker_done(t, ErrorInfo{Errc::broker, "the broker settled the message without an outcome"});
+  // The peer's answer to a message sent.
+  void on_outcome(pn_delivery_t* d) {
+    switch (pn_delivery_remote_state(d)) {
+      case PN_ACCEPTED: tracker_done(d, std::nullopt); break;
+      case PN_REJECTED: {
+        const Condition condition = condition_of(pn_disposition_condition(pn_delivery_remote(d)));
+        tracker_done(d, ErrorInfo{Errc::broker, "the broker rejected the message: " + describe(condition)}.with_native(
+                            condition.name, condition.description));
+        break;
+      }
+      case PN_RELEASED:
+      case PN_MODIFIED:
+        tracker_done(d, ErrorInfo{Errc::broker, "the broker released the message instead of accepting it"});
+        break;
+      default:
+        if (!pn_delivery_settled(d)) return;  // not an outcome (yet)
+        tracker_done(d, ErrorInfo{Errc::broker, "the broker settled the message without an outcome"});
+        break;
+    }
+    pn_delivery_settle(d);
   }
 
  private:
@@ -640,13 +796,19 @@ class Client::Impl final : public proton::messaging_handler {
     return std::nullopt;
   }
 
-  // Runs fn on the container's thread. mutex_ held. Work for an open
-  // connection goes through the connection's own queue: proton writes what
-  // the work produced (frames) only after work that ran in the connection's
-  // context; the container's queue serves the gaps between connections.
+  // Runs fn on the I/O thread. mutex_ held. While a connection is open the
+  // work runs among its events (pn_connection_wake), so that proton writes
+  // the frames it produced right after; otherwise on an interrupt of the
+  // proactor. One wake serves all the work posted until it runs.
   void post_locked(std::function<void()> fn) {
-    if (connection_work_ != nullptr && connection_work_->add(proton::work(fn))) return;
-    if (work_) work_->add(proton::work(std::move(fn)));
+    work_.push_back(std::move(fn));
+    if (wake_posted_) return;
+    wake_posted_ = true;
+    if (wakeable_ != nullptr) {
+      pn_connection_wake(wakeable_);
+    } else {
+      pn_proactor_interrupt(proactor_);
+    }
   }
 
   void post_drain_locked() {
@@ -655,34 +817,59 @@ class Client::Impl final : public proton::messaging_handler {
     post_locked([this] { drain(); });
   }
 
-  proton::connection_options connection_options() const {
-    proton::connection_options o;
-    o.idle_timeout(proton::duration(options_.idle_timeout.count()));
-    o.sasl_enabled(true);
+  // A connection and its transport, set up as ConnectionOptions says.
+  std::pair<pn_connection_t*, pn_transport_t*> make_connection() {
+    pn_connection_t* c = pn_connection();
+    pn_connection_set_container(c, container_id_.c_str());
+    const std::string& name = !options_.tls.server_name.empty() ? options_.tls.server_name
+                              : !options_.virtual_host.empty()  ? options_.virtual_host
+                                                                : options_.host;
+    pn_connection_set_hostname(c, name.c_str());
     if (!options_.user.empty()) {
-      o.user(options_.user);
-      o.password(options_.password);
-      o.sasl_allowed_mechs("PLAIN");
+      pn_connection_set_user(c, options_.user.c_str());
+      pn_connection_set_password(c, options_.password.c_str());
+    }
+    pn_transport_t* t = pn_transport();
+    pn_transport_set_idle_timeout(t, static_cast<pn_millis_t>(options_.idle_timeout.count()));
+    pn_sasl_t* sasl = pn_sasl(t);
+    if (!options_.user.empty()) {
+      pn_sasl_allowed_mechs(sasl, "PLAIN");
       // PLAIN over a plain socket is what the broker's acceptor offers; TLS
       // protects the password where it is on.
-      o.sasl_allow_insecure_mechs(true);
+      pn_sasl_set_allow_insecure_mechs(sasl, true);
     } else {
-      o.sasl_allowed_mechs("ANONYMOUS");
+      pn_sasl_allowed_mechs(sasl, "ANONYMOUS");
     }
-    const std::string& name = !options_.tls.server_name.empty() ? options_.tls.server_name : options_.virtual_host;
-    if (!name.empty()) o.virtual_host(name);
-    if (options_.tls.enabled) {
-      const auto mode = options_.tls.verify ? proton::ssl::VERIFY_PEER_NAME : proton::ssl::ANONYMOUS_PEER;
-      if (!options_.tls.cert_file.empty()) {
-        proton::ssl_certificate cert(options_.tls.cert_file, options_.tls.key_file);
-        o.ssl_client_options(proton::ssl_client_options(cert, options_.tls.ca_file, mode));
-      } else if (!options_.tls.ca_file.empty()) {
-        o.ssl_client_options(proton::ssl_client_options(options_.tls.ca_file, mode));
-      } else {
-        o.ssl_client_options(proton::ssl_client_options(mode));
-      }
+    if (options_.tls.enabled && !set_up_tls(t)) {
+      pn_connection_free(c);
+      pn_transport_free(t);
+      return {nullptr, nullptr};
     }
-    return o;
+    pn_connection_open(c);
+    session_ = pn_session(c);
+    pn_session_open(session_);
+    return {c, t};
+  }
+
+  // TLS on t as ConnectionOptions::tls says: verification against the
+  // system's CAs unless tls_ca names others. False when proton refuses the
+  // files (the connect() checked they can be read).
+  bool set_up_tls(pn_transport_t* t) {
+    pn_ssl_domain_t* domain = pn_ssl_domain(PN_SSL_MODE_CLIENT);
+    bool ok = domain != nullptr;
+    if (ok && !options_.tls.cert_file.empty()) {
+      ok = pn_ssl_domain_set_credentials(domain, options_.tls.cert_file.c_str(), options_.tls.key_file.c_str(),
+                                         nullptr) == 0;
+    }
+    if (ok && !options_.tls.ca_file.empty()) {
+      ok = pn_ssl_domain_set_trusted_ca_db(domain, options_.tls.ca_file.c_str()) == 0 &&
+           pn_ssl_domain_set_peer_authentication(domain, PN_SSL_VERIFY_PEER_NAME, nullptr) == 0;
+    }
+    if (ok && !options_.tls.verify)
+      ok = pn_ssl_domain_set_peer_authentication(domain, PN_SSL_ANONYMOUS_PEER, nullptr) == 0;
+    if (ok) ok = pn_ssl_init(pn_ssl(t), domain, nullptr) == 0;
+    if (domain != nullptr) pn_ssl_domain_free(domain);  // the transport's TLS keeps what it needs
+    return ok;
   }
 
   void connect_now() {
@@ -691,20 +878,22 @@ class Client::Impl final : public proton::messaging_handler {
       if (closing_) return;
       state_ = attempt_ == 0 && reconnects_ == 0 ? State::connecting : State::reconnecting;
     }
-    const std::string url = std::string(options_.tls.enabled ? "amqps://" : "amqp://") + endpoint();
-    try {
-      connection_attempt_ = container_.connect(url, connection_options());
-    } catch (const std::exception& e) {
-      lost(connection_attempt_, proton::error_condition("proton:io", e.what()), "AMQP connection to " + endpoint());
+    auto [c, t] = make_connection();
+    connection_attempt_ = c;
+    if (c == nullptr) {
+      lost(nullptr, Condition{"proton:io", "TLS cannot be set up with tls_ca, tls_cert and tls_key as given"},
+           "AMQP connection to " + endpoint());
       return;
     }
+    char address[PN_MAX_ADDR];
+    pn_proactor_addr(address, sizeof address, options_.host.c_str(), std::to_string(options_.port).c_str());
+    pn_proactor_connect2(proactor_, c, t, address);
     // A connect that neither opens nor fails in time is given up (tick()).
     connect_deadline_ = Clock::now() + options_.connect_timeout;
   }
 
-  // Timers without long proton timers: proton cannot cancel scheduled work,
-  // and container::run() does not return before it has run, so one short
-  // tick checks the connect deadline and the reconnect time.
+  // One short tick checks the connect deadline, the reconnect time and the
+  // claims' deadlines.
   void tick() {
     {
       std::lock_guard lock(mutex_);
@@ -718,12 +907,13 @@ class Client::Impl final : public proton::messaging_handler {
         std::lock_guard lock(mutex_);
         open = state_ == State::open;
       }
-      if (!open) {
-        proton::connection attempted = connection_attempt_;
-        lost(attempted,
-             proton::error_condition("proton:io:timeout",
-                                     "no answer within " + std::to_string(options_.connect_timeout.count()) + " ms"),
+      if (!open && connection_attempt_ != nullptr) {
+        pn_connection_t* attempt = connection_attempt_;
+        lost(attempt,
+             Condition{"proton:io:timeout",
+                       "no answer within " + std::to_string(options_.connect_timeout.count()) + " ms"},
              "AMQP connection to " + endpoint());
+        pn_connection_wake(attempt);  // alive until its PN_TRANSPORT_CLOSED, which comes after this
       }
     }
     if (reconnect_at_ && now >= *reconnect_at_) {
@@ -731,26 +921,36 @@ class Client::Impl final : public proton::messaging_handler {
       connect_now();
     }
     if (!audiences_.empty()) {
-      // In the connection's context, so that the put-tokens it sends are
+      // Among the connection's events, so that the put-tokens it sends are
       // written at once (see post_locked()).
       std::lock_guard lock(mutex_);
       post_locked([this] { claims_tick(); });
     }
-    work_->schedule(kTick, proton::work([this] { tick(); }));
   }
 
   // Events of a connection given up already (the transport closing after
-  // its error) are ignored.
-  void lost(const proton::connection& which, const proton::error_condition& condition, const std::string& where) {
-    if (!(which == connection_attempt_)) return;
-    if (connection_attempt_ && !connection_attempt_.closed()) connection_attempt_.close();
+  // its error) are ignored. The connection given up is closed at once, its
+  // socket with it: proton frees it after its last event. Outside the
+  // connection's own events, the caller wakes it, so that proton sees it.
+  // which is null when the attempt failed before it had a connection.
+  void lost(pn_connection_t* which, const Condition& condition, const std::string& where) {
+    if (which != connection_attempt_) return;
+    if (which != nullptr) {
+      if ((pn_connection_state(which) & PN_LOCAL_CLOSED) == 0) pn_connection_close(which);
+      if (pn_transport_t* t = pn_connection_transport(which)) {
+        pn_transport_close_tail(t);
+        pn_transport_close_head(t);
+      }
+    }
     connect_deadline_.reset();
     ErrorInfo error = classify(condition, where);
-    std::vector<std::shared_ptr<SendOp>> touched;
     {
       std::lock_guard lock(mutex_);
       if (closing_) return;
-      connection_work_ = nullptr;
+      if (wakeable_ == which) {
+        wakeable_ = nullptr;
+        if (wake_posted_) pn_proactor_interrupt(proactor_);
+      }
       const bool was_open = state_ == State::open;
       last_error_ = error;
       if (state_ == State::connecting) first_attempt_failed_ = true;
@@ -762,9 +962,7 @@ class Client::Impl final : public proton::messaging_handler {
                                           error.message()});
       // Messages buffered or held: the broker delivers them again. The
       // receiver links died with the connection: forgetting them lets
-      // on_connection_open() attach new ones (open_receiver() skips an
-      // address whose link reports itself active, and a link of the
-      // dropped connection still does).
+      // on_connection_open() attach new ones.
       for (std::uint32_t index = 0; index < slots_.size(); ++index) {
         if (slots_[index].state != Slot::State::free) free_slot_locked(index);
       }
@@ -775,12 +973,11 @@ class Client::Impl final : public proton::messaging_handler {
         }
         in->buffer.clear();
         in->taken = 0;
-        in->link = proton::receiver();
+        in->link = nullptr;
       }
-      // A drain posted to the dropped connection's work queue may never
-      // run once that connection is gone: left set, the flag would keep
-      // every later drain from being posted, on_connection_open()'s
-      // included. A drain that does run late is harmless.
+      // A drain posted and not yet run runs all the same (the work queue
+      // outlives connections), but clearing the flag costs nothing and
+      // keeps the next open's drain from waiting on it.
       drain_posted_ = false;
       if (was_open) {
         ++reconnects_;
@@ -795,16 +992,18 @@ class Client::Impl final : public proton::messaging_handler {
     const auto browsing = std::move(browsers_);
     browsers_.clear();
     for (const auto& [link, op] : browsing) {
-      op->link = proton::receiver();
+      op->link = nullptr;
       end_browse(op, ErrorInfo{Errc::connection, "the connection dropped while browsing '" + op->address + "'"});
     }
     for (auto& [address, state] : senders_) {
       // Not yet sent: kept for the next connection.
-      state.link = proton::sender();
+      state.link = nullptr;
     }
     sender_address_.clear();
-    connection_ = proton::connection();
-    connection_attempt_ = proton::connection();
+    finished_links_.clear();  // freed with the connection
+    connection_ = nullptr;
+    connection_attempt_ = nullptr;
+    session_ = nullptr;
     // Only the first connect reports to start(); it does not retry.
     bool retry = false;
     {
@@ -822,7 +1021,7 @@ class Client::Impl final : public proton::messaging_handler {
     {
       std::lock_guard lock(mutex_);
       drain_posted_ = false;
-      open = state_ == State::open && connection_;
+      open = state_ == State::open && connection_ != nullptr;
       if (!sends_.empty()) sends.swap(sends_);
       applying_.swap(settlements_);  // both keep their capacity: no allocation per drain
       confirming_.swap(confirms_);
@@ -872,7 +1071,7 @@ class Client::Impl final : public proton::messaging_handler {
   // Frees a slot: its id no longer matches. mutex_ held.
   void free_slot_locked(std::uint32_t index) {
     Slot& slot = slots_[index];
-    slot.delivery = proton::delivery();
+    slot.delivery = nullptr;
     slot.state = Slot::State::free;
     slot.generation = (slot.generation + 1) & kGenerationMask;
     if (slot.generation == 0) slot.generation = 1;
@@ -899,26 +1098,42 @@ class Client::Impl final : public proton::messaging_handler {
     for (const std::uint32_t index : applied_) free_slot_locked(index);
   }
 
-  static void settle_now(proton::delivery& d, const Outcome& outcome) {
+  static void settle_now(pn_delivery_t* d, const Outcome& outcome) {
     switch (outcome.kind) {
-      case Outcome::Kind::accepted: d.accept(); break;
-      case Outcome::Kind::released: d.release(); break;
+      case Outcome::Kind::accepted:
+        pn_delivery_update(d, PN_ACCEPTED);
+        pn_delivery_settle(d);
+        break;
+      case Outcome::Kind::released:
+        pn_delivery_update(d, PN_RELEASED);
+        pn_delivery_settle(d);
+        break;
       case Outcome::Kind::failed: detail::settle_modified_failed(d, false); break;
       case Outcome::Kind::failed_undeliverable: detail::settle_modified_failed(d, true); break;
       case Outcome::Kind::rejected: {
-        pn_delivery_t* c = detail::c_delivery(d);
-        pn_condition_t* cond = pn_disposition_condition(pn_delivery_local(c));
+        pn_condition_t* cond = pn_disposition_condition(pn_delivery_local(d));
         if (!outcome.condition.empty()) pn_condition_set_name(cond, outcome.condition.c_str());
         if (!outcome.description.empty()) pn_condition_set_description(cond, outcome.description.c_str());
-        pn_delivery_update(c, PN_REJECTED);
-        pn_delivery_settle(c);
+        pn_delivery_update(d, PN_REJECTED);
+        pn_delivery_settle(d);
         break;
       }
     }
   }
 
+  // A new link on the connection's session, named uniquely, settled as
+  // proton's C++ binding does (at least once: the sender settles after
+  // the receiver's outcome).
+  pn_link_t* new_link(bool sender) {
+    const std::string name = container_id_ + "-" + std::to_string(++link_count_);
+    pn_link_t* link = sender ? pn_sender(session_, name.c_str()) : pn_receiver(session_, name.c_str());
+    pn_link_set_snd_settle_mode(link, PN_SND_UNSETTLED);
+    pn_link_set_rcv_settle_mode(link, PN_RCV_FIRST);
+    return link;
+  }
+
   void open_receiver(const std::shared_ptr<Inbound>& in) {
-    if (in->link && in->link.active()) return;
+    if (in->link != nullptr && link_usable(in->link)) return;
     const bool authorised = claims_ready("r:" + in->address, in->address, [this, in](std::optional<ErrorInfo> error) {
       if (error) {
         receiver_failed_for(in, std::move(*error));
@@ -926,55 +1141,43 @@ class Client::Impl final : public proton::messaging_handler {
         open_receiver(in);
       }
     });
-    if (!authorised) return;
-    proton::source_options source;
-    if (!options_.terminus_capabilities.empty()) source.capabilities(symbols(options_.terminus_capabilities));
-    proton::receiver_options ro;
-    ro.source(source);
-    ro.credit_window(0);  // credit is ours to give: see top_up()
-    ro.auto_accept(false);
-    try {
-      in->link = connection_.open_receiver(in->address, ro);
-    } catch (const std::exception& e) {
-      receiver_failed_for(
-          in, ErrorInfo{Errc::connection, "could not open a receiver on '" + in->address + "': " + e.what()});
-      return;
-    }
-    if (options_.receiver_settles_second) detail::request_receiver_settles_second(in->link);
-    receivers_[detail::c_link(in->link)] = in;
-    in->link.add_credit(options_.credit_window);
+    if (!authorised || connection_ == nullptr) return;
+    pn_link_t* link = new_link(false);
+    pn_terminus_set_address(pn_link_source(link), in->address.c_str());
+    put_capabilities(pn_link_source(link), options_.terminus_capabilities);
+    // rcv-settle-mode second: the broker confirms each settlement.
+    if (options_.receiver_settles_second) pn_link_set_rcv_settle_mode(link, PN_RCV_SECOND);
+    pn_link_open(link);
+    in->link = link;
+    receivers_[link] = in;
+    // Credit is ours to give: see top_up().
+    pn_link_flow(link, static_cast<int>(options_.credit_window));
     std::lock_guard lock(mutex_);
     in->taken = 0;
   }
 
   void open_browser(const std::shared_ptr<BrowseOp>& op) {
-    if (!connection_ || !connection_.active()) {
+    if (connection_ == nullptr) {
       end_browse(op, ErrorInfo{Errc::connection,
                                "no AMQP connection to " + endpoint() + " to browse '" + op->address + "' on"});
       return;
     }
-    proton::source_options source;
-    source.distribution_mode(proton::source::COPY);
-    if (!options_.terminus_capabilities.empty()) source.capabilities(symbols(options_.terminus_capabilities));
-    proton::receiver_options ro;
-    ro.source(source);
-    ro.credit_window(0);  // max credit once attached: see on_receiver_open()
-    ro.auto_accept(false);
-    try {
-      op->link = connection_.open_receiver(op->address, ro);
-    } catch (const std::exception& e) {
-      end_browse(op, ErrorInfo{Errc::connection, "could not browse '" + op->address + "': " + e.what()});
-      return;
-    }
-    browsers_[op->link] = op;
+    pn_link_t* link = new_link(false);
+    pn_terminus_t* source = pn_link_source(link);
+    pn_terminus_set_address(source, op->address.c_str());
+    pn_terminus_set_distribution_mode(source, PN_DIST_MODE_COPY);
+    put_capabilities(source, options_.terminus_capabilities);
+    pn_link_open(link);  // max credit once attached: see on_link_open()
+    op->link = link;
+    browsers_[link] = op;
   }
 
   // Ends a browse (once): closes its link and wakes its caller.
   void end_browse(const std::shared_ptr<BrowseOp>& op, std::optional<ErrorInfo> error) {
-    if (op->link) {
+    if (op->link != nullptr) {
       browsers_.erase(op->link);
-      if (op->link.active()) op->link.close();
-      op->link = proton::receiver();
+      close_finished_link(op->link);
+      op->link = nullptr;
     }
     std::lock_guard lock(mutex_);
     if (op->done) return;
@@ -983,34 +1186,41 @@ class Client::Impl final : public proton::messaging_handler {
     cv_.notify_all();
   }
 
+  // Closes a link none of whose deliveries is held, to be freed once the
+  // peer closed it too (on_link_remote_close()).
+  void close_finished_link(pn_link_t* link) {
+    if ((pn_link_state(link) & PN_LOCAL_CLOSED) == 0) pn_link_close(link);
+    finished_links_.insert(link);
+  }
+
   // A browser's link closed or failed before its drain finished: an error
   // unless the broker merely closed it (then what came is all there is).
-  bool browser_failed(proton::receiver& r) {
-    auto it = browsers_.find(r);
+  bool browser_failed(pn_link_t* link, const Condition& condition) {
+    auto it = browsers_.find(link);
     if (it == browsers_.end()) return false;
     const std::shared_ptr<BrowseOp> op = it->second;
-    const proton::error_condition condition = r.error();
     end_browse(op, condition.empty() ? std::nullopt
                                      : std::optional<ErrorInfo>(classify(
                                            condition, "browsing '" + op->address + "' was refused by the broker")));
     return true;
   }
-  // How much of the window receive() takes before it wakes the container's
-  // thread for a top-up.
+
+  // How much of the window receive() takes before it wakes the I/O thread
+  // for a top-up.
   std::size_t top_up_threshold() const { return std::max<std::size_t>(1, options_.credit_window / 4); }
 
   // Gives the broker credit for what receive() took out of the buffer.
   void top_up(Inbound& in) {
-    if (!in.link || !in.link.active()) return;
+    if (in.link == nullptr || !link_usable(in.link)) return;
     std::lock_guard lock(mutex_);
     const std::int64_t window = options_.credit_window;
-    const std::int64_t want = window - in.link.credit() - static_cast<std::int64_t>(in.buffer.size());
-    if (want > 0) in.link.add_credit(static_cast<std::uint32_t>(want));
+    const std::int64_t want = window - pn_link_credit(in.link) - static_cast<std::int64_t>(in.buffer.size());
+    if (want > 0) pn_link_flow(in.link, static_cast<int>(want));
     in.taken = 0;
   }
 
-  void receiver_failed(proton::receiver& r, const proton::error_condition& condition) {
-    auto it = receivers_.find(detail::c_link(r));
+  void receiver_failed(pn_link_t* link, const Condition& condition) {
+    auto it = receivers_.find(link);
     if (it == receivers_.end()) return;
     auto in = it->second;
     receivers_.erase(it);
@@ -1024,7 +1234,7 @@ class Client::Impl final : public proton::messaging_handler {
   }
 
   void receiver_failed_for(const std::shared_ptr<Inbound>& in, ErrorInfo error) {
-    in->link = proton::receiver();
+    in->link = nullptr;
     std::lock_guard lock(mutex_);
     in->open = false;  // the next receive() opens it again
     in->error = std::move(error);
@@ -1033,7 +1243,7 @@ class Client::Impl final : public proton::messaging_handler {
   }
 
   struct SenderState {
-    proton::sender link;
+    pn_link_t* link = nullptr;
     std::deque<std::shared_ptr<SendOp>> pending;  // each sends from its messages[sent] on
     std::uint64_t next_tag = 0;
   };
@@ -1041,8 +1251,8 @@ class Client::Impl final : public proton::messaging_handler {
   // Sends what waits for address while the link has credit.
   void pump(const std::string& address) {
     auto& state = senders_[address];
-    if (!state.link) {
-      if (!connection_) return;
+    if (state.link == nullptr) {
+      if (connection_ == nullptr) return;
       const bool authorised = claims_ready("s:" + address, address, [this, address](std::optional<ErrorInfo> error) {
         if (error) {
           fail_pending(senders_[address], *error);
@@ -1051,23 +1261,19 @@ class Client::Impl final : public proton::messaging_handler {
         }
       });
       if (!authorised) return;
-      proton::target_options target;
-      if (!options_.terminus_capabilities.empty()) target.capabilities(symbols(options_.terminus_capabilities));
-      try {
-        state.link = connection_.open_sender(address, proton::sender_options().target(target));
-      } catch (const std::exception& e) {
-        fail_pending(state, ErrorInfo{Errc::connection, "could not open a sender on '" + address + "': " + e.what()});
-        return;
-      }
-      sender_address_[state.link] = address;
-      return;  // on_sendable calls again once the broker gives credit
+      pn_link_t* link = new_link(true);
+      pn_terminus_set_address(pn_link_target(link), address.c_str());
+      put_capabilities(pn_link_target(link), options_.terminus_capabilities);
+      pn_link_open(link);
+      state.link = link;
+      sender_address_[link] = address;
+      return;  // on_link_flow() calls again once the broker gives credit
     }
     // The bytes are encoded already: a transfer is a delivery, the bytes
-    // and an advance on the C link, where proton::sender::send() would
-    // encode a proton::message first.
-    pn_link_t* link = detail::c_link(state.link);
+    // and an advance on the link.
+    pn_link_t* link = state.link;
     std::lock_guard lock(mutex_);
-    while (!state.pending.empty() && state.link.active() && pn_link_credit(link) > 0) {
+    while (!state.pending.empty() && link_usable(link) && pn_link_credit(link) > 0) {
       const std::shared_ptr<SendOp>& op = state.pending.front();
       if (op->abandoned || op->sent == op->messages.size()) {
         state.pending.pop_front();
@@ -1083,12 +1289,7 @@ class Client::Impl final : public proton::messaging_handler {
         if (op->finished()) cv_.notify_all();
         continue;
       }
-      char tag[sizeof state.next_tag];
-      std::memcpy(tag, &state.next_tag, sizeof tag);
-      ++state.next_tag;
-      pn_delivery_t* delivery = pn_delivery(link, pn_dtag(tag, sizeof tag));
-      pn_link_send(link, bytes.data(), bytes.size());
-      pn_link_advance(link);
+      pn_delivery_t* delivery = transfer(link, bytes, state.next_tag);
       op->sent++;
       in_flight_.emplace(delivery, op);
     }
@@ -1129,17 +1330,16 @@ class Client::Impl final : public proton::messaging_handler {
     state.pending.clear();
   }
 
-  void sender_failed(proton::sender& s, const proton::error_condition& condition) {
-    auto it = sender_address_.find(s);
+  void sender_failed(pn_link_t* link, const Condition& condition) {
+    auto it = sender_address_.find(link);
     if (it == sender_address_.end()) return;
     const std::string address = it->second;
     sender_address_.erase(it);
     auto& state = senders_[address];
-    state.link = proton::sender();
+    state.link = nullptr;
     ErrorInfo error = classify(condition, "the sender on '" + address + "' was closed by the broker");
     std::lock_guard lock(mutex_);
     if (closing_) return;
-    pn_link_t* link = detail::c_link(s);
     for (auto t = in_flight_.begin(); t != in_flight_.end();) {
       if (pn_delivery_link(t->first) == link) {
         auto& op = t->second;
@@ -1155,9 +1355,9 @@ class Client::Impl final : public proton::messaging_handler {
     cv_.notify_all();
   }
 
-  void tracker_done(proton::tracker& t, std::optional<ErrorInfo> error) {
+  void tracker_done(pn_delivery_t* d, std::optional<ErrorInfo> error) {
     std::lock_guard lock(mutex_);
-    auto it = in_flight_.find(detail::c_delivery(t));
+    auto it = in_flight_.find(d);
     if (it == in_flight_.end()) return;
     const std::shared_ptr<SendOp> op = std::move(it->second);  // erase() below frees the entry
     op->settled++;
@@ -1183,10 +1383,17 @@ class Client::Impl final : public proton::messaging_handler {
       }
     }
     apply_settlements();
-    if (connection_ && connection_.active()) {
-      connection_.close();
+    if (connection_ != nullptr) {
+      pn_connection_close(connection_);
     } else {
-      if (connection_attempt_) connection_attempt_.close();
+      if (connection_attempt_ != nullptr) {
+        pn_connection_close(connection_attempt_);
+        if (pn_transport_t* t = pn_connection_transport(connection_attempt_)) {
+          pn_transport_close_tail(t);
+          pn_transport_close_head(t);
+        }
+        pn_connection_wake(connection_attempt_);
+      }
       finish_close();
     }
   }
@@ -1205,7 +1412,7 @@ class Client::Impl final : public proton::messaging_handler {
   void finish_close() {
     drop_request_state(ErrorInfo{Errc::closed, "the AMQP client was closed before the broker answered"});
     std::lock_guard lock(mutex_);
-    connection_work_ = nullptr;
+    wakeable_ = nullptr;
     state_ = State::closed;
     // Sends still on the wire: the caller must not read them as accepted.
     fail_in_flight_locked(ErrorInfo{Errc::closed,
@@ -1231,18 +1438,14 @@ class Client::Impl final : public proton::messaging_handler {
   // Service Bus names a lock it no longer holds
   // com.microsoft:message-lock-lost (the message comes back, or came back
   // already, to another receiver).
-  static std::optional<ErrorInfo> refusal_of(const proton::delivery& d, const Outcome& sent) {
-    pn_delivery_t* c = detail::c_delivery(d);
-    if (pn_delivery_remote_state(c) != PN_REJECTED) return std::nullopt;
-    pn_condition_t* cond = pn_disposition_condition(pn_delivery_remote(c));
-    if (cond == nullptr || !pn_condition_is_set(cond)) {
+  static std::optional<ErrorInfo> refusal_of(pn_delivery_t* d, const Outcome& sent) {
+    if (pn_delivery_remote_state(d) != PN_REJECTED) return std::nullopt;
+    const Condition e = condition_of(pn_disposition_condition(pn_delivery_remote(d)));
+    if (e.empty()) {
       if (sent.kind == Outcome::Kind::rejected) return std::nullopt;
       return ErrorInfo{Errc::broker, "the broker rejected the settlement"};
     }
-    const char* name = pn_condition_get_name(cond);
-    const char* description = pn_condition_get_description(cond);
-    const proton::error_condition e(name ? name : "", description ? description : "");
-    if (e.name().find("lock-lost") != std::string::npos) {
+    if (e.name.find("lock-lost") != std::string::npos) {
       return ErrorInfo{Errc::not_found,
                        "the message's lock is gone (it expired, or the message was settled "
                        "already), so the broker delivers it again: " +
@@ -1298,8 +1501,9 @@ class Client::Impl final : public proton::messaging_handler {
   struct Channel {
     std::string node;
     std::string reply_to;
-    proton::sender sender;
-    proton::receiver receiver;
+    pn_link_t* sender = nullptr;
+    pn_link_t* receiver = nullptr;
+    std::uint64_t next_tag = 0;
     std::deque<std::pair<proton::message, ReplyHandler>> waiting;  // for the links or credit
     std::map<std::string, ReplyHandler> outstanding;               // by message-id
   };
@@ -1308,7 +1512,7 @@ class Client::Impl final : public proton::messaging_handler {
   static constexpr int kReplyCredit = 100;
 
   void send_request(const std::string& node, proton::message message, ReplyHandler done) {
-    if (!connection_) {
+    if (connection_ == nullptr) {
       done(unexpected(
           ErrorInfo{Errc::connection, "no AMQP connection to " + endpoint() + " for a request to '" + node + "'"}));
       return;
@@ -1321,9 +1525,9 @@ class Client::Impl final : public proton::messaging_handler {
 
   void service_channel(const std::string& node) {
     auto it = channels_.find(node);
-    if (it == channels_.end() || !connection_) return;
+    if (it == channels_.end() || connection_ == nullptr) return;
     Channel& channel = it->second;
-    if (!channel.sender) {
+    if (channel.sender == nullptr) {
       if (node != kCbsNode) {
         const bool authorised = claims_ready("m:" + node, node, [this, node](std::optional<ErrorInfo> error) {
           if (error) {
@@ -1335,29 +1539,29 @@ class Client::Impl final : public proton::messaging_handler {
         if (!authorised) return;
       }
       channel.reply_to = "babelqueue-reply-" + uuid_v4();
-      try {
-        proton::receiver_options ro;
-        ro.target(proton::target_options().address(channel.reply_to));
-        ro.credit_window(kReplyCredit);
-        // The receiver first: its attach reaches the node before any request.
-        channel.receiver = connection_.open_receiver(node, ro);
-        channel.sender = connection_.open_sender(node);
-      } catch (const std::exception& e) {
-        fail_channel(node, ErrorInfo{Errc::connection, "could not open links to '" + node + "': " + e.what()});
-        return;
-      }
+      // The receiver first: its attach reaches the node before any request.
+      channel.receiver = new_link(false);
+      pn_terminus_set_address(pn_link_source(channel.receiver), node.c_str());
+      pn_terminus_set_address(pn_link_target(channel.receiver), channel.reply_to.c_str());
+      pn_link_open(channel.receiver);
+      pn_link_flow(channel.receiver, kReplyCredit);
+      channel.sender = new_link(true);
+      pn_terminus_set_address(pn_link_target(channel.sender), node.c_str());
+      pn_link_open(channel.sender);
       channel_receivers_[channel.receiver] = node;
       channel_senders_[channel.sender] = node;
-      return;  // on_sendable comes back once the node gives credit
+      return;  // on_link_flow() comes back once the node gives credit
     }
-    while (!channel.waiting.empty() && channel.sender.active() && channel.sender.credit() > 0) {
+    while (!channel.waiting.empty() && link_usable(channel.sender) && pn_link_credit(channel.sender) > 0) {
       auto [message, done] = std::move(channel.waiting.front());
       channel.waiting.pop_front();
       const std::string id = uuid_v4();
       message.id(id);
       message.reply_to(channel.reply_to);
       channel.outstanding.emplace(id, std::move(done));
-      channel.sender.send(message);
+      std::vector<char> bytes;
+      message.encode(bytes);
+      transfer(channel.sender, std::string_view(bytes.data(), bytes.size()), channel.next_tag);
     }
   }
 
@@ -1367,34 +1571,32 @@ class Client::Impl final : public proton::messaging_handler {
   }
 
   // A reply on a channel's receiver: handed to its request.
-  bool on_reply(proton::delivery& d, proton::message& m) {
-    auto node = channel_receivers_.find(d.receiver());
+  bool on_reply(pn_delivery_t* d, pn_link_t* link) {
+    auto node = channel_receivers_.find(link);
     if (node == channel_receivers_.end()) return false;
-    d.accept();
+    read_delivery(d, link);
+    pn_link_flow(link, 1);  // the credit the reply used, back
+    proton::message m;
+    if (!decode_into(m, d, node->second)) return true;
+    pn_delivery_update(d, PN_ACCEPTED);
+    pn_delivery_settle(d);
     auto channel = channels_.find(node->second);
     if (channel == channels_.end()) return true;
     auto pending = channel->second.outstanding.find(id_text(m.correlation_id()));
     if (pending == channel->second.outstanding.end()) return true;  // its caller gave up
     ReplyHandler done = std::move(pending->second);
     channel->second.outstanding.erase(pending);
-    done(m);
+    done(std::move(m));
     return true;
   }
 
   // A channel's link closed: every request on it fails. False for links of
   // no channel.
-  template <class Link>
-  bool channel_link_failed(const Link& link, const proton::error_condition& condition) {
-    std::string node;
-    if constexpr (std::is_same_v<Link, proton::sender>) {
-      auto it = channel_senders_.find(link);
-      if (it == channel_senders_.end()) return false;
-      node = it->second;
-    } else {
-      auto it = channel_receivers_.find(link);
-      if (it == channel_receivers_.end()) return false;
-      node = it->second;
-    }
+  bool channel_link_failed(pn_link_t* link, const Condition& condition, bool sender) {
+    auto& links = sender ? channel_senders_ : channel_receivers_;
+    auto it = links.find(link);
+    if (it == links.end()) return false;
+    const std::string node = it->second;
     fail_channel(node, classify(condition, "the link to '" + node + "' was closed by the broker"));
     return true;
   }
@@ -1404,10 +1606,12 @@ class Client::Impl final : public proton::messaging_handler {
     if (it == channels_.end()) return;
     Channel channel = std::move(it->second);
     channels_.erase(it);
-    channel_senders_.erase(channel.sender);
-    channel_receivers_.erase(channel.receiver);
-    if (channel.sender && channel.sender.active()) channel.sender.close();
-    if (channel.receiver && channel.receiver.active()) channel.receiver.close();
+    for (pn_link_t* link : {channel.sender, channel.receiver}) {
+      if (link == nullptr) continue;
+      channel_senders_.erase(link);
+      channel_receivers_.erase(link);
+      if (connection_ != nullptr) close_finished_link(link);
+    }
     for (auto& [message, done] : channel.waiting) done(unexpected(error));
     for (auto& [id, done] : channel.outstanding) done(unexpected(error));
   }
@@ -1559,8 +1763,10 @@ class Client::Impl final : public proton::messaging_handler {
   }
 
   ConnectionOptions options_;
-  proton::container container_;
+  const std::string container_id_;
+  pn_proactor_t* proactor_;
   std::thread thread_;
+  std::atomic<bool> stopping_{false};  // close(): the I/O thread ends at its next interrupt
 
   // Shared with the callers.
   mutable std::mutex mutex_;
@@ -1573,50 +1779,59 @@ class Client::Impl final : public proton::messaging_handler {
   // Connections opened again after one was lost; read from any thread.
   std::atomic<std::uint64_t> reopened_{0};
   bool drain_posted_ = false;
+  // Work for the I/O thread (post_locked()), and whether a wake for it is
+  // on its way.
+  std::vector<std::function<void()>> work_;
+  bool wake_posted_ = false;
+  // The open connection, until its PN_TRANSPORT_CLOSED: what
+  // pn_connection_wake() may reach from any thread.
+  pn_connection_t* wakeable_ = nullptr;
   std::map<std::string, std::shared_ptr<Inbound>, std::less<>> inbound_;
   std::vector<std::shared_ptr<SendOp>> sends_;
   std::vector<std::shared_ptr<Inbound>> opens_;
   std::vector<std::pair<std::uint64_t, Outcome>> settlements_;
   std::unordered_map<pn_delivery_t*, std::shared_ptr<SendOp>> in_flight_;
-  // Messages received and handed out, for proton to decode later deliveries
+  // Messages received and handed out, for later deliveries to be decoded
   // into (recycle()); its capacity is fixed (see receive()).
   std::vector<proton::message> spare_;
   // Reads handed out and given back by recycle(), for the reader to fill
   // again: a Read allocated on this thread and freed on a receiving one each
   // time is the allocator's slow path. Both keep the same fixed capacity.
   std::vector<std::unique_ptr<Read>> spare_reads_;  // mutex_
-  std::vector<std::unique_ptr<Read>> io_reads_;     // the container's thread only
+  std::vector<std::unique_ptr<Read>> io_reads_;     // the I/O thread only
 
   // The delivery table: a received message's slot from on_message() until
   // its settlement is applied. An id is the slot's index (low 32 bits) and
   // its generation (the 24 bits above: the top byte stays the caller's, see
   // Incoming::id), which changes each time the slot is freed, so a stale id
-  // no longer matches. The table grows under mutex_ on
-  // the container's thread; generation and state are read and written under
-  // mutex_, delivery on the container's thread only.
+  // no longer matches. The table grows under mutex_ on the I/O thread;
+  // generation and state are read and written under mutex_, delivery on
+  // the I/O thread only.
   static constexpr std::uint32_t kGenerationMask = 0xFFFFFF;
   struct Slot {
-    proton::delivery delivery;
+    pn_delivery_t* delivery = nullptr;
     std::uint32_t generation = 1;
     enum class State : std::uint8_t { free, held, settling } state = State::free;
   };
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;
 
-  // Set on the container's thread under mutex_, used by post_locked().
-  std::unique_ptr<proton::work_queue> work_;
-  proton::work_queue* connection_work_ = nullptr;
-
-  // The container's thread only.
-  proton::connection connection_;
-  proton::connection connection_attempt_;
+  // The I/O thread only.
+  std::vector<std::function<void()>> running_;     // run_work()'s batch
+  pn_connection_t* connection_ = nullptr;          // open
+  pn_connection_t* connection_attempt_ = nullptr;  // open or opening: the one whose events count
+  pn_session_t* session_ = nullptr;
+  std::uint64_t link_count_ = 0;
+  std::vector<char> recv_;      // the delivery being read
+  proton::message io_message_;  // what it decodes to
   std::int64_t attempt_ = 0;
   std::optional<Clock::time_point> connect_deadline_;
   std::optional<Clock::time_point> reconnect_at_;
   std::map<std::string, SenderState> senders_;
-  std::map<proton::sender, std::string> sender_address_;
+  std::unordered_map<pn_link_t*, std::string> sender_address_;
   std::unordered_map<pn_link_t*, std::shared_ptr<Inbound>> receivers_;
-  std::map<proton::receiver, std::shared_ptr<BrowseOp>> browsers_;
+  std::unordered_map<pn_link_t*, std::shared_ptr<BrowseOp>> browsers_;
+  std::unordered_set<pn_link_t*> finished_links_;            // closed by us, freed once the peer closed them
   std::vector<std::pair<std::uint64_t, Outcome>> applying_;  // apply_settlements()'s batch
   std::vector<std::uint32_t> applied_;
   std::vector<std::shared_ptr<Inbound>> topups_;  // drain()'s: receivers with credit to give back
@@ -1624,13 +1839,13 @@ class Client::Impl final : public proton::messaging_handler {
   // Request/response, claims and confirmed settlement. Under mutex_:
   std::vector<std::shared_ptr<RequestOp>> requests_;
   std::vector<std::shared_ptr<ConfirmOp>> confirms_;
-  std::vector<std::shared_ptr<ConfirmOp>> confirming_;  // apply_confirms()'s batch (the container's thread)
-  // The container's thread only:
+  std::vector<std::shared_ptr<ConfirmOp>> confirming_;  // apply_confirms()'s batch (the I/O thread)
+  // The I/O thread only:
   std::map<std::string, Channel> channels_;
-  std::map<proton::sender, std::string> channel_senders_;
-  std::map<proton::receiver, std::string> channel_receivers_;
+  std::unordered_map<pn_link_t*, std::string> channel_senders_;
+  std::unordered_map<pn_link_t*, std::string> channel_receivers_;
   std::map<std::string, Audience> audiences_;
-  std::map<proton::delivery, std::pair<std::shared_ptr<ConfirmOp>, std::size_t>> awaiting_;
+  std::unordered_map<pn_delivery_t*, std::pair<std::shared_ptr<ConfirmOp>, std::size_t>> awaiting_;
 };
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
