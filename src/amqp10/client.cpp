@@ -2,6 +2,7 @@
 #include "client.hpp"
 
 #include "c_handles.hpp"
+#include "c_message.hpp"
 #include "ring.hpp"
 
 #include <babelqueue/detail/message_size.hpp>
@@ -291,7 +292,7 @@ class Client::Impl final {
       out.push_back(std::move(in->buffer.front()));
       in->buffer.pop_front();
     }
-    // The container's thread tops the credit up each time it drains (for
+    // The I/O thread tops the credit up each time it drains (for
     // settlements, sends, ...), and is woken for it only once a quarter of
     // the window was taken: a wake-up of that thread per receive() cost
     // more than the frame it sent, and a window left to run dry stalls the
@@ -660,11 +661,18 @@ class Client::Impl final {
       message.decode(recv_);
       return true;
     } catch (const std::exception& e) {
-      log(LogLevel::error, "a message from '" + std::string(address) +
-                               "' is not a valid AMQP message; it goes back to the broker as failed: " + e.what());
-      detail::settle_modified_failed(d, false);
+      give_back_undecodable(d, address, e.what());
       return false;
     }
+  }
+
+  // A delivery that is no AMQP message: kept, given back to the broker as
+  // failed (it counts a delivery, so the broker's own dead-lettering ends
+  // its round trips).
+  void give_back_undecodable(pn_delivery_t* d, std::string_view address, const std::string& why) {
+    log(LogLevel::error, "a message from '" + std::string(address) +
+                             "' is not a valid AMQP message; it goes back to the broker as failed: " + why);
+    detail::settle_modified_failed(d, false);
   }
 
   // The broker settled a delivery the client had given an outcome without
@@ -716,22 +724,30 @@ class Client::Impl final {
     // waits for its last frame, or for the receive()'s own deadline.
     const bool more_queued = pn_link_queued(link) > 1;
     read_delivery(d, link);
-    if (!decode_into(io_message_, d, it->second->address)) return;
+    const std::string& address = it->second->address;
     Incoming incoming;
     if (options_.reader) {
-      // Read here, from the message every delivery is decoded into.
+      // Read here, from the C message every delivery is decoded into
+      // (cleared first: decoding leaves a section the message lacks as the
+      // last message had it).
+      pn_message_clear(io_c_message_.get());
+      if (pn_message_decode(io_c_message_.get(), recv_.data(), recv_.size()) != 0) {
+        give_back_undecodable(d, address, pn_error_text(pn_message_error(io_c_message_.get())));
+        return;
+      }
       std::unique_ptr<Read> reuse;
       if (!io_reads_.empty()) {
         reuse = std::move(io_reads_.back());
         io_reads_.pop_back();
       }
       try {
-        incoming.read = options_.reader(it->second->address, io_message_, std::move(reuse));
+        incoming.read = options_.reader(address, io_c_message_.get(), std::move(reuse));
       } catch (...) {
         incoming.read.reset();  // handed over instead (see MessageReader)
       }
     }
     if (!incoming.read) {
+      if (!decode_into(io_message_, d, address)) return;
       const pn_delivery_tag_t tag = pn_delivery_tag(d);
       incoming.tag = proton::binary(tag.start, tag.start + tag.size);
     }
@@ -1822,8 +1838,9 @@ class Client::Impl final {
   pn_connection_t* connection_attempt_ = nullptr;  // open or opening: the one whose events count
   pn_session_t* session_ = nullptr;
   std::uint64_t link_count_ = 0;
-  std::vector<char> recv_;      // the delivery being read
-  proton::message io_message_;  // what it decodes to
+  std::vector<char> recv_;                   // the delivery being read
+  proton::message io_message_;               // what it decodes to without a reader (or when the reader threw)
+  CMessage io_c_message_ = new_c_message();  // what it decodes to for the reader
   std::int64_t attempt_ = 0;
   std::optional<Clock::time_point> connect_deadline_;
   std::optional<Clock::time_point> reconnect_at_;

@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// amqp10::Client: one AMQP 1.0 connection over qpid-proton C++, usable from
-// any thread.
+// amqp10::Client: one AMQP 1.0 connection over qpid-proton's C proactor,
+// usable from any thread.
 //
-// Proton objects belong to the thread that runs their container: everything
-// here runs on one such thread the client owns, and the public methods reach
-// it only through a proton::work_queue. What callers wait for (a publish's
-// disposition, the next incoming message) is handed back through state
-// guarded by a mutex, never through proton objects.
+// Proton's connection, links and deliveries belong to the thread that
+// handles their events: everything here runs on one such thread the client
+// owns (its I/O thread, waiting on a proactor of its own), and the public
+// methods reach it only by posting work and waking the connection
+// (pn_connection_wake). What callers wait for (a publish's disposition, the
+// next incoming message) is handed back through state guarded by a mutex,
+// never through proton objects. (ADR 0058: the C proactor, not proton's C++
+// container, whose per-message layer cost more than the rest of the
+// client.)
 //
 //   - send(): one sender link per address, opened on first use with the
 //     configured terminus capabilities. Messages travel encoded
-//     (EncodedMessages): the container's thread only copies their bytes
+//     (EncodedMessages): the I/O thread only copies their bytes
 //     onto the link. A message is sent unsettled; it is done when the peer
 //     settles it: accepted is success, rejected, released or modified an
 //     Errc::broker error with the peer's condition. Messages wait (not
@@ -28,8 +32,8 @@
 //   - settle(): each message received is held in a delivery table under an
 //     id until it is settled, from any thread. An id that is unknown —
 //     settled already, or its connection dropped (the broker redelivers it)
-//     — is Errc::not_found. Settlements are queued and the container's
-//     thread applies all that are queued each time it runs them: a batch
+//     — is Errc::not_found. Settlements are queued and the I/O thread
+//     applies all that are queued each time it runs them: a batch
 //     settled together (settle() of several ids) costs it one wake-up.
 //   - request(): a request/response node ($cbs, an entity's $management):
 //     a sender to the node and a receiver from it whose target is the
@@ -160,9 +164,9 @@ class Client {
   // queued for the wire (rcv-settle-mode first: the broker does not answer).
   Result<void> settle(std::uint64_t id, Outcome outcome);
 
-  // Settles every id with outcome, in one hand-over to the container's
-  // thread; each id that is not held is appended to not_held (its index in
-  // ids) and the others are settled all the same.
+  // Settles every id with outcome, in one hand-over to the I/O thread;
+  // each id that is not held is appended to not_held (its index in ids)
+  // and the others are settled all the same.
   // Errc::closed (nothing settled) once the client is closed.
   Result<void> settle(std::span<const std::uint64_t> ids, const Outcome& outcome, std::vector<std::size_t>& not_held);
 

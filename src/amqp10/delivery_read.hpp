@@ -8,6 +8,7 @@
 #pragma once
 
 #include "amqp_values.hpp"
+#include "c_message.hpp"
 
 #include <babelqueue/transport.hpp>
 
@@ -39,10 +40,9 @@ inline void begin_delivery(std::string_view queue, Delivery& d) {
 // (d.gate_rejection), the others not owned(name) by the binding become
 // headers as text.
 template <class Owned>
-void read_properties_decoded(const proton::message& message, std::string_view schema_version, Owned owned,
-                             Delivery& d) {
+void read_properties_decoded(pn_message_t* message, std::string_view schema_version, Owned owned, Delivery& d) {
   std::map<std::string, proton::scalar> props;
-  proton::get(message.properties().value(), props);
+  proton::get(cpp_message_of(message).properties().value(), props);
   for (const auto& [name, value] : props) {
     if (name == schema_version) {
       d.gate_rejection = schema_version_gate(value);

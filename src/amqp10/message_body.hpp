@@ -6,9 +6,10 @@
 // its bytes kept for the dead-letter queue).
 #pragma once
 
-#include "c_handles.hpp"
+#include "c_message.hpp"
 
 #include <proton/codec.h>
+#include <proton/message.h>
 
 #include <cstddef>
 #include <proton/binary.hpp>
@@ -45,12 +46,12 @@ inline bool read_body_bytes(pn_data_t* b, std::string& out) {
 // for the next message (a reader's recycled Delivery), but not what one large
 // message grew it to: kept in a read that waits for reuse, that memory would
 // stay allocated however small the messages after it.
-inline void read_body(const proton::value& body, std::string& out) {
+inline void read_body(pn_message_t* message, std::string& out) {
   constexpr std::size_t kLargestBodyKept = 64 * 1024;
   if (out.capacity() > kLargestBodyKept) std::string().swap(out);
   out.clear();
-  if (detail::read_body_bytes(detail::c_data(body), out)) return;
-  out = proton::to_string(body);
+  if (detail::read_body_bytes(pn_message_body(message), out)) return;
+  out = proton::to_string(cpp_message_of(message).body());
 }
 
 }  // namespace babelqueue::amqp10

@@ -2,20 +2,22 @@
 // MessageReader: what a transport makes of a received message, made on the
 // connection's thread while proton's decoded message is at hand.
 //
-// Proton decodes every delivery of a connection into one message object, so
-// that object is hot in the cache when on_message runs. Reading it there
-// into the transport's own compact form (a Delivery) keeps it so; handing
-// the message itself over instead means buffering a decoded message per
-// delivery (several kilobytes spread over a dozen allocations) and reading
-// it later on another core.
+// The client decodes every delivery of a connection into one C message
+// (proton's pn_message_t), so that object is hot in the cache when the
+// reader runs. Reading it there into the transport's own compact form (a
+// Delivery) keeps it so; handing a message over instead means buffering a
+// decoded message per delivery (several kilobytes spread over a dozen
+// allocations) and reading it later on another core. The C message, not a
+// proton::message: decoding into the latter copies its maps again.
 //
 // Thread-safety: a reader runs on the connection's thread only, one message
 // at a time.
 #pragma once
 
+#include <proton/message.h>
+
 #include <functional>
 #include <memory>
-#include <proton/message.hpp>
 #include <string_view>
 
 namespace babelqueue::amqp10 {
@@ -25,12 +27,12 @@ struct Read {
   virtual ~Read() = default;
 };
 
-// Reads message, received from address. reuse, when not null, is a Read
+// Reads message, received from address (valid for the call only). reuse, when not null, is a Read
 // this reader made earlier, handed back by Client::recycle(): filling it
 // again keeps the storage it already has (its strings' capacity, the object
 // itself) instead of allocating. It must not throw: a reader that throws
 // gets the message handed over as if there were no reader.
-using MessageReader = std::function<std::unique_ptr<Read>(std::string_view address, const proton::message& message,
-                                                          std::unique_ptr<Read> reuse)>;
+using MessageReader =
+    std::function<std::unique_ptr<Read>(std::string_view address, pn_message_t* message, std::unique_ptr<Read> reuse)>;
 
 }  // namespace babelqueue::amqp10

@@ -179,27 +179,32 @@ bool read_text_properties(pn_data_t* p, Delivery& d) {
 
 }  // namespace
 
-void read_into(std::string_view queue, const proton::message& message, Delivery& d) {
+void read_into(std::string_view queue, pn_message_t* message, Delivery& d) {
   amqp10::begin_delivery(queue, d);
-  // The gate runs before the body is read. (value() of an untouched map
-  // is the message's own data; empty() or a lookup would decode the map.)
-  if (!read_text_properties(amqp10::detail::c_data(message.properties().value()), d)) {
+  // The gate runs before the body is read.
+  if (!read_text_properties(pn_message_properties(message), d)) {
     amqp10::read_properties_decoded(message, names.schema_version, is_ours, d);
   }
-  amqp10::read_body(message.body(), d.body);
-  d.native_attempts = static_cast<std::int64_t>(message.delivery_count());
+  amqp10::read_body(message, d.body);
+  d.native_attempts = static_cast<std::int64_t>(pn_message_get_delivery_count(message));
   d.attempts_merge = kZeroBasedDeliveryCount.merge;
-  d.ordering_key = message.group_id();
+  const char* group = pn_message_get_group_id(message);
+  d.ordering_key.assign(group != nullptr ? group : "");
 }
 
 Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::message& message) {
   Delivery d;
-  read_into(queue, message, d);
+  const amqp10::CMessage c = amqp10::c_message_of(message);
+  if (c) {
+    read_into(queue, c.get(), d);
+  } else {
+    amqp10::begin_delivery(queue, d);
+  }
   d.token.id = id;
   return d;
 }
 
-std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, const proton::message& message,
+std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, pn_message_t* message,
                                             std::unique_ptr<amqp10::Read> reuse) {
   // reuse is one of this reader's own reads (MessageReader).
   std::unique_ptr<DeliveryRead> read(reuse ? static_cast<DeliveryRead*>(reuse.release()) : new DeliveryRead);

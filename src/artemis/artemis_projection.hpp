@@ -67,9 +67,9 @@ proton::message make_message(std::string_view body, const PublishOptions& option
 // A received message as the runtime sees it: body bytes, out-of-band
 // headers, the bq_schema_version gate, delivery-count and group-id.
 Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::message& message);
-// The same into d, every field replaced (the token's id 0), keeping the
-// storage d's strings have.
-void read_into(std::string_view queue, const proton::message& message, Delivery& d);
+// The same from the C message into d, every field replaced (the token's id
+// 0), keeping the storage d's strings have.
+void read_into(std::string_view queue, pn_message_t* message, Delivery& d);
 
 // The transport's amqp10::MessageReader: read_into() on the connection's
 // thread, the token's id left for the receiver to fill in. The receiver
@@ -79,7 +79,7 @@ void read_into(std::string_view queue, const proton::message& message, Delivery&
 struct DeliveryRead final : amqp10::Read {
   Delivery delivery;
 };
-std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, const proton::message& message,
+std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, pn_message_t* message,
                                             std::unique_ptr<amqp10::Read> reuse);
 
 }  // namespace babelqueue::artemis

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "artemis_projection.hpp"
+#include "c_message.hpp"
 #include "chunked_send.hpp"
 #include "client.hpp"
 
@@ -382,10 +383,15 @@ Result<std::vector<PeekedMessage>> Transport::peek(std::string_view queue, std::
                       "artemis: peek at '" + std::string(queue) + "': " + copies.error().message());
   std::vector<PeekedMessage> out;
   out.reserve(copies->size());
-  proton::message message;
+  const amqp10::CMessage message = amqp10::new_c_message();
   for (const std::vector<char>& encoded : *copies) {
-    message.decode(encoded);
-    Delivery shown = to_delivery(queue, 0, message);
+    Delivery shown;
+    pn_message_clear(message.get());  // decoding keeps a section the copy lacks as the last one had it
+    if (pn_message_decode(message.get(), encoded.data(), encoded.size()) != 0) {
+      return unexpected(Errc::broker, "artemis: peek at '" + std::string(queue) +
+                                          "': the broker sent a copy that is not an AMQP message");
+    }
+    read_into(queue, message.get(), shown);
     out.push_back(PeekedMessage{std::move(shown.body), std::move(shown.headers), shown.native_attempts});
   }
   return out;

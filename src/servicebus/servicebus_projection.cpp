@@ -245,21 +245,20 @@ std::chrono::steady_clock::time_point lease_deadline_of(const Lock& lock, std::c
   return by_service + kClocksAgree < deadline ? by_service : deadline;
 }
 
-void read_into(std::string_view queue, const proton::message& message, const proton::binary& tag,
+void read_into(std::string_view queue, pn_message_t* message, const proton::binary& tag,
                std::chrono::milliseconds lock_duration, Delivery& d) {
   amqp10::begin_delivery(queue, d);
-  // The gate runs before the body is read. (value() of an untouched map is
-  // the message's own data; empty() or a lookup would decode the map.)
-  if (!read_properties(amqp10::detail::c_data(message.properties().value()), d)) {
+  // The gate runs before the body is read.
+  if (!read_properties(pn_message_properties(message), d)) {
     amqp10::read_properties_decoded(
         message, names.schema_version, [](std::string_view name) { return names.owns(name); }, d);
   }
-  amqp10::read_body(message.body(), d.body);
+  amqp10::read_body(message, d.body);
   // The header carries DeliveryCount - 1.
-  const std::int64_t delivery_count = static_cast<std::int64_t>(message.delivery_count()) + 1;
+  const std::int64_t delivery_count = static_cast<std::int64_t>(pn_message_get_delivery_count(message)) + 1;
   d.native_attempts = native_attempts_of_delivery_count(delivery_count);
   d.attempts_merge = kOneBasedDeliveryCount.merge;
-  Lock lock = read_lock(amqp10::detail::c_data(message.message_annotations().value()));
+  Lock lock = read_lock(pn_message_annotations(message));
   if (lock.token.empty()) lock.token = lock_token_from_tag(tag);
   d.token.text = lock.token;
   if (lock_duration.count() > 0) {
@@ -271,12 +270,17 @@ void read_into(std::string_view queue, const proton::message& message, const pro
 Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::message& message,
                      const proton::binary& tag, std::chrono::milliseconds lock_duration) {
   Delivery d;
-  read_into(queue, message, tag, lock_duration, d);
+  const amqp10::CMessage c = amqp10::c_message_of(message);
+  if (c) {
+    read_into(queue, c.get(), tag, lock_duration, d);
+  } else {
+    amqp10::begin_delivery(queue, d);
+  }
   d.token.id = id;
   return d;
 }
 
-std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, const proton::message& message,
+std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, pn_message_t* message,
                                             std::unique_ptr<amqp10::Read> reuse,
                                             std::chrono::milliseconds lock_duration) {
   // reuse is one of this reader's own reads (MessageReader).

@@ -86,7 +86,7 @@ Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::mes
                      const proton::binary& tag, std::chrono::milliseconds lock_duration = {});
 // The same into d, every field replaced (the token's id 0), keeping the
 // storage d's strings have.
-void read_into(std::string_view queue, const proton::message& message, const proton::binary& tag,
+void read_into(std::string_view queue, pn_message_t* message, const proton::binary& tag,
                std::chrono::milliseconds lock_duration, Delivery& d);
 
 // When a lock taken now ends, on this process's steady clock: now +
@@ -109,7 +109,7 @@ std::chrono::steady_clock::time_point lease_deadline_of(const Lock& lock, std::c
 struct DeliveryRead final : amqp10::Read {
   Delivery delivery;
 };
-std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, const proton::message& message,
+std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, pn_message_t* message,
                                             std::unique_ptr<amqp10::Read> reuse,
                                             std::chrono::milliseconds lock_duration);
 

@@ -88,7 +88,7 @@ Result<std::unique_ptr<Transport>> Transport::open(Options options) {
   if (!connection) return unexpected(connection.error());
   // Each message is read on the connection's thread, as it arrives: its
   // lease is counted from then.
-  connection->reader = [lock_duration = options.lock_duration](std::string_view queue, const proton::message& m,
+  connection->reader = [lock_duration = options.lock_duration](std::string_view queue, pn_message_t* m,
                                                                std::unique_ptr<amqp10::Read> reuse) {
     return read_delivery(queue, m, std::move(reuse), lock_duration);
   };

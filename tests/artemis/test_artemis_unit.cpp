@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Without a broker: the receive buffer's ring and the reader's reuse of
 // what it read before (ADR 0056).
+#include "../../src/amqp10/c_message.hpp"
 #include "../../src/amqp10/ring.hpp"
 #include "../../src/artemis/artemis_projection.hpp"
 
@@ -59,7 +60,7 @@ TEST(ArtemisReader, AReusedReadIsFilledAnewWithNothingLeftOfTheLastMessage) {
   first_options.ordering_key = "customer-42";
   const std::string first_body(600, 'a');
   const proton::message first = bq::artemis::make_message(first_body, first_options, 3);
-  auto read = bq::artemis::read_delivery("orders", first, nullptr);
+  auto read = bq::artemis::read_delivery("orders", bq::amqp10::c_message_of(first).get(), nullptr);
   ASSERT_NE(read, nullptr);
   const bq::Delivery first_delivery = static_cast<const bq::artemis::DeliveryRead&>(*read).delivery;
   EXPECT_EQ(first_delivery.body, first_body);
@@ -69,7 +70,8 @@ TEST(ArtemisReader, AReusedReadIsFilledAnewWithNothingLeftOfTheLastMessage) {
 
   const bq::amqp10::Read* const object = read.get();
   const proton::message second = bq::artemis::make_message("{}", bq::PublishOptions{}, std::nullopt);
-  auto again = bq::artemis::read_delivery("invoices.long-queue-name-past-the-inline-string", second, std::move(read));
+  auto again = bq::artemis::read_delivery("invoices.long-queue-name-past-the-inline-string",
+                                          bq::amqp10::c_message_of(second).get(), std::move(read));
   ASSERT_EQ(again.get(), object);  // the same object, filled again
   const bq::Delivery& d = static_cast<const bq::artemis::DeliveryRead&>(*again).delivery;
   EXPECT_EQ(d.queue, "invoices.long-queue-name-past-the-inline-string");
@@ -85,15 +87,15 @@ TEST(ArtemisReader, AReusedReadIsFilledAnewWithNothingLeftOfTheLastMessage) {
 TEST(ArtemisReader, AReusedReadGivesUpWhatALargeMessageGrewItsBodyTo) {
   const proton::message large =
       bq::artemis::make_message(std::string(1 << 20, 'x'), bq::PublishOptions{}, std::nullopt);
-  auto read = bq::artemis::read_delivery("orders", large, nullptr);
+  auto read = bq::artemis::read_delivery("orders", bq::amqp10::c_message_of(large).get(), nullptr);
   ASSERT_GE(static_cast<const bq::artemis::DeliveryRead&>(*read).delivery.body.capacity(), std::size_t{1} << 20);
   const proton::message small = bq::artemis::make_message(std::string(600, 'y'), bq::PublishOptions{}, std::nullopt);
-  read = bq::artemis::read_delivery("orders", small, std::move(read));
+  read = bq::artemis::read_delivery("orders", bq::amqp10::c_message_of(small).get(), std::move(read));
   const std::string& body = static_cast<const bq::artemis::DeliveryRead&>(*read).delivery.body;
   EXPECT_EQ(body, std::string(600, 'y'));
   EXPECT_LT(body.capacity(), std::size_t{64} * 1024);
   // A small body's storage is kept for the next one.
   const char* const storage = body.data();
-  read = bq::artemis::read_delivery("orders", small, std::move(read));
+  read = bq::artemis::read_delivery("orders", bq::amqp10::c_message_of(small).get(), std::move(read));
   EXPECT_EQ(static_cast<const bq::artemis::DeliveryRead&>(*read).delivery.body.data(), storage);
 }

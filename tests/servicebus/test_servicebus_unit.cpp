@@ -3,6 +3,7 @@
 // examples computed by Microsoft's own signer, the connection string as
 // Microsoft's Python client reads it, URLs, the projection onto an AMQP
 // message and back, and lock tokens.
+#include "../../src/amqp10/c_message.hpp"
 #include "../../src/servicebus/connection_string.hpp"
 #include "../../src/servicebus/sas_token.hpp"
 #include "../../src/servicebus/servicebus_connection.hpp"
@@ -428,7 +429,7 @@ TEST(ServiceBusProjection, AReusedReadIsFilledAnewWithNothingLeftOfTheLastMessag
   annotations[proton::symbol("x-opt-lock-token")] =
       proton::uuid::copy("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10");
   first.message_annotations() = annotations;
-  auto read = sb::read_delivery("orders", first, nullptr, 5s);
+  auto read = sb::read_delivery("orders", bq::amqp10::c_message_of(first).get(), nullptr, 5s);
   ASSERT_NE(read, nullptr);
   const bq::Delivery& was = static_cast<const sb::DeliveryRead&>(*read).delivery;
   ASSERT_TRUE(was.gate_rejection);
@@ -438,7 +439,8 @@ TEST(ServiceBusProjection, AReusedReadIsFilledAnewWithNothingLeftOfTheLastMessag
   proton::message second = received_with(proton::scalar(std::int32_t{1}));
   second.message_annotations() = annotations;
   const bq::amqp10::Read* const object = read.get();
-  read = sb::read_delivery("invoices", second, std::move(read), std::chrono::milliseconds(0));
+  read = sb::read_delivery("invoices", bq::amqp10::c_message_of(second).get(), std::move(read),
+                           std::chrono::milliseconds(0));
   ASSERT_EQ(read.get(), object);  // the same object, filled again
   const bq::Delivery& d = static_cast<const sb::DeliveryRead&>(*read).delivery;
   EXPECT_EQ(d.queue, "invoices");
