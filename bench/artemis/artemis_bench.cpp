@@ -53,6 +53,18 @@
 #include <babelqueue/value.hpp>
 #include <babelqueue/worker.hpp>
 
+#include <proton/codec.h>
+#include <proton/connection.h>
+#include <proton/delivery.h>
+#include <proton/event.h>
+#include <proton/link.h>
+#include <proton/message.h>
+#include <proton/proactor.h>
+#include <proton/sasl.h>
+#include <proton/session.h>
+#include <proton/terminus.h>
+#include <proton/transport.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -400,6 +412,183 @@ class RawConsumers {
   std::atomic<std::int64_t> cpu_end_{0};
 };
 
+// The same raw receivers on proton's C proactor, the layer the SDK's client
+// is built on (ADR 0058): `links` connections on one proactor waited on by
+// `links` threads, each delivery read into one C message per connection,
+// its body's bytes looked at, accepted and settled where it arrived; the
+// credit topped up to the window once half of it was used (what proton's
+// C++ binding does for a credit window). The clock starts when every
+// connection is open and the receivers are asked to attach; it stops at the
+// total-th accept.
+class RawProactorConsumers {
+ public:
+  RawProactorConsumers(const Endpoint& endpoint, std::string address, int total, int links, int credit)
+      : endpoint_(endpoint), address_(std::move(address)), total_(total), links_(links), credit_(credit) {}
+
+  Measured run() {
+    proactor_ = pn_proactor();
+    const std::string_view url = std::string_view(endpoint_.url).substr(std::string_view("amqp://").size());
+    const std::size_t colon = url.rfind(':');
+    const std::string host(url.substr(0, colon)), port(url.substr(colon + 1));
+    char address[PN_MAX_ADDR];
+    pn_proactor_addr(address, sizeof address, host.c_str(), port.c_str());
+    for (int i = 0; i < links_; ++i) {
+      auto link = std::make_unique<Link>();
+      link->message = pn_message();
+      pn_connection_t* c = pn_connection();
+      link->connection = c;
+      pn_connection_set_context(c, link.get());
+      pn_connection_set_container(c, ("bench-raw-c-" + bq::uuid_v4()).c_str());
+      pn_connection_set_hostname(c, host.c_str());
+      pn_transport_t* t = pn_transport();
+      pn_sasl_t* sasl = pn_sasl(t);
+      if (!endpoint_.user.empty()) {
+        pn_connection_set_user(c, endpoint_.user.c_str());
+        pn_connection_set_password(c, endpoint_.password.c_str());
+        pn_sasl_allowed_mechs(sasl, "PLAIN");
+        pn_sasl_set_allow_insecure_mechs(sasl, true);
+      } else {
+        pn_sasl_allowed_mechs(sasl, "ANONYMOUS");
+      }
+      pn_connection_open(c);
+      link->session = pn_session(c);
+      pn_session_open(link->session);
+      links_made_.push_back(std::move(link));
+      pn_proactor_connect2(proactor_, c, t, address);
+    }
+    std::vector<std::thread> threads;
+    for (int i = 0; i < links_; ++i) threads.emplace_back([this] { serve(); });
+    for (auto& t : threads) t.join();
+    for (auto& link : links_made_) pn_message_free(link->message);
+    pn_proactor_free(proactor_);
+    if (consumed_.load() != total_) {
+      die("raw C consume: " + std::to_string(consumed_.load()) + " of " + std::to_string(total_) + " messages");
+    }
+    return measured(total_,
+                    Clock::time_point(Clock::duration(end_.load())) - Clock::time_point(Clock::duration(start_)),
+                    cpu_end_.load() - cpu_start_);
+  }
+
+ private:
+  struct Link {
+    pn_connection_t* connection = nullptr;
+    pn_session_t* session = nullptr;
+    pn_link_t* receiver = nullptr;
+    pn_message_t* message = nullptr;
+    std::vector<char> bytes;
+    std::size_t body_bytes = 0;
+    std::atomic<bool> attach{false};  // go(): attach at the next wake
+    std::atomic<bool> close{false};   // done(): close at the next wake
+  };
+
+  void serve() {
+    for (;;) {
+      pn_event_batch_t* batch = pn_proactor_wait(proactor_);
+      bool stop = false;
+      while (pn_event_t* e = pn_event_batch_next(batch)) stop = handle(e) || stop;
+      pn_proactor_done(proactor_, batch);
+      if (stop) return;
+    }
+  }
+
+  // True when this thread is to stop.
+  bool handle(pn_event_t* e) {
+    switch (pn_event_type(e)) {
+      case PN_CONNECTION_REMOTE_OPEN:
+        if (++opened_ == links_) go();
+        return false;
+      case PN_CONNECTION_WAKE: {
+        Link& link = *static_cast<Link*>(pn_connection_get_context(pn_event_connection(e)));
+        if (link.attach.exchange(false)) {
+          link.receiver = pn_receiver(link.session, "bench-raw-c");
+          pn_terminus_set_address(pn_link_source(link.receiver), address_.c_str());
+          pn_data_t* caps = pn_terminus_capabilities(pn_link_source(link.receiver));
+          pn_data_put_array(caps, false, PN_SYMBOL);
+          pn_data_enter(caps);
+          pn_data_put_symbol(caps, pn_bytes(5, "queue"));
+          pn_data_exit(caps);
+          pn_link_set_snd_settle_mode(link.receiver, PN_SND_UNSETTLED);
+          pn_link_open(link.receiver);
+          pn_link_flow(link.receiver, credit_);
+        }
+        if (link.close.exchange(false)) pn_connection_close(link.connection);
+        return false;
+      }
+      case PN_DELIVERY: on_delivery(pn_event_delivery(e)); return false;
+      case PN_CONNECTION_REMOTE_CLOSE:
+        // Artemis may close with an error of its own (AMQ119027) once the
+        // last accept is in: only an error before the end counts.
+        if (consumed_.load() < total_) die("raw C consume: the broker closed the connection");
+        pn_connection_close(pn_event_connection(e));
+        return false;
+      case PN_TRANSPORT_CLOSED:
+        if (consumed_.load() < total_) die("raw C consume: the connection closed before the end");
+        return false;
+      case PN_PROACTOR_INACTIVE:
+      case PN_PROACTOR_INTERRUPT:
+        // Every connection is closed: each thread that stops wakes the next
+        // (interrupts that meet may count once).
+        pn_proactor_interrupt(proactor_);
+        return true;
+      default: return false;
+    }
+  }
+
+  // What any consumer does at the least: read the message, look at its
+  // body, then accept.
+  void on_delivery(pn_delivery_t* d) {
+    if (!pn_delivery_readable(d) || pn_delivery_partial(d)) return;
+    pn_link_t* receiver = pn_delivery_link(d);
+    Link& link = *static_cast<Link*>(pn_connection_get_context(pn_session_connection(pn_link_session(receiver))));
+    link.bytes.resize(pn_delivery_pending(d));
+    const ssize_t n = pn_link_recv(receiver, link.bytes.data(), link.bytes.size());
+    pn_link_advance(receiver);
+    pn_message_clear(link.message);
+    if (n < 0 || pn_message_decode(link.message, link.bytes.data(), static_cast<std::size_t>(n)) != 0) {
+      die("raw C consume: a message could not be decoded");
+    }
+    pn_data_t* body = pn_message_body(link.message);
+    pn_data_rewind(body);
+    if (pn_data_next(body) && pn_data_type(body) == PN_STRING) link.body_bytes += pn_data_get_string(body).size;
+    pn_delivery_update(d, PN_ACCEPTED);
+    pn_delivery_settle(d);
+    if (pn_link_credit(receiver) <= credit_ / 2) pn_link_flow(receiver, credit_ - pn_link_credit(receiver));
+    if (++consumed_ == total_) done();
+  }
+
+  void go() {
+    start_ = Clock::now().time_since_epoch().count();
+    cpu_start_ = cpu_ns();
+    for (auto& link : links_made_) {
+      link->attach = true;
+      pn_connection_wake(link->connection);
+    }
+  }
+
+  void done() {
+    end_.store(Clock::now().time_since_epoch().count());
+    cpu_end_.store(cpu_ns());
+    for (auto& link : links_made_) {
+      link->close = true;
+      pn_connection_wake(link->connection);
+    }
+  }
+
+  Endpoint endpoint_;
+  std::string address_;
+  int total_;
+  int links_;
+  int credit_;
+  pn_proactor_t* proactor_ = nullptr;
+  std::vector<std::unique_ptr<Link>> links_made_;
+  std::atomic<int> opened_{0};
+  std::atomic<int> consumed_{0};
+  Clock::rep start_ = 0;  // written before the receivers attach
+  std::atomic<Clock::rep> end_{0};
+  std::int64_t cpu_start_ = 0;
+  std::atomic<std::int64_t> cpu_end_{0};
+};
+
 // The SDK's publish_batch, `batch` at a time. The first message goes before
 // the clock (it attaches the sender link, as the raw loop's link is attached
 // before its clock starts); the queue ends up with `messages` messages.
@@ -647,6 +836,7 @@ int main(int argc, char** argv) {
 
   auto transport = open_sdk(*options);
   std::vector<double> raw_pubs, sdk_pubs, raw_c1s, sdk_c1s, raw_c4s, sdk_c4s, worker_c1s, worker_c4s, sdk_c4_ones;
+  std::vector<double> rawc_c1s, rawc_c4s;  // the raw loops on the C proactor
   // The client's CPU per message, by measurement.
   std::map<std::string, std::vector<double>> cpu;
   auto keep = [&cpu](std::vector<double>& rates, const char* name, Measured m) {
@@ -721,12 +911,20 @@ int main(int argc, char** argv) {
       const char* raw_name = c1 ? "raw-c1" : "raw-c4";
       const char* sdk_name = c1 ? "sdk-c1" : "sdk-c4";
       const char* worker_name = c1 ? "worker-c1" : "worker-c4";
+      const char* rawc_name = c1 ? "raw-c-c1" : "raw-c-c4";
       Steps steps;
       if (wanted(group, raw_name)) {
         steps.emplace_back(raw_name, [&] {
           const std::string name = filled(raw_name, config.messages);
           keep(c1 ? raw_c1s : raw_c4s, raw_name,
                RawConsumers(endpoint, name, config.messages, threads, options->credit).run());
+        });
+      }
+      if (wanted(group, rawc_name)) {
+        steps.emplace_back(rawc_name, [&] {
+          const std::string name = filled(rawc_name, config.messages);
+          keep(c1 ? rawc_c1s : rawc_c4s, rawc_name,
+               RawProactorConsumers(endpoint, name, config.messages, threads, static_cast<int>(options->credit)).run());
         });
       }
       // As many connections as the raw loop has.
@@ -778,11 +976,12 @@ int main(int argc, char** argv) {
     }
     auto last = [](const std::vector<double>& values) { return values.empty() ? 0.0 : values.back(); };
     std::fprintf(stderr,
-                 "round %d: publish raw %.0f sdk %.0f | c1 raw %.0f sdk %.0f worker %.0f | c4 raw %.0f sdk %.0f "
-                 "worker %.0f sdk-one %.0f | one by one python %.0f sdk %.0f raw %.0f | python pop %.0f\n",
+                 "round %d: publish raw %.0f sdk %.0f | c1 raw %.0f sdk %.0f worker %.0f raw-c %.0f | c4 raw %.0f "
+                 "sdk %.0f worker %.0f sdk-one %.0f raw-c %.0f | one by one python %.0f sdk %.0f raw %.0f | python "
+                 "pop %.0f\n",
                  round + 1, last(raw_pubs), last(sdk_pubs), last(raw_c1s), last(sdk_c1s), last(worker_c1s),
-                 last(raw_c4s), last(sdk_c4s), last(worker_c4s), last(sdk_c4_ones), last(py_pubs), last(sdk_each),
-                 last(raw_each), last(py_pops));
+                 last(rawc_c1s), last(raw_c4s), last(sdk_c4s), last(worker_c4s), last(sdk_c4_ones), last(rawc_c4s),
+                 last(py_pubs), last(sdk_each), last(raw_each), last(py_pops));
   }
   watchdog.watch("closing the transport");
   transport->close();
@@ -791,6 +990,7 @@ int main(int argc, char** argv) {
   const double raw_c1 = median(raw_c1s), sdk_c1 = median(sdk_c1s), worker_c1 = median(worker_c1s);
   const double raw_c4 = median(raw_c4s), sdk_c4 = median(sdk_c4s), worker_c4 = median(worker_c4s);
   const double sdk_c4_one = median(sdk_c4_ones);
+  const double rawc_c1 = median(rawc_c1s), rawc_c4 = median(rawc_c4s);
   const double py_pub = median(py_pubs), py_pop = median(py_pops), each = median(sdk_each);
   const double raw_one = median(raw_each);
 
@@ -800,10 +1000,12 @@ int main(int argc, char** argv) {
   line("raw proton receive+accept, 1 receiver", raw_c1);
   line("SDK receive+ack, concurrency 1", sdk_c1);
   line("SDK Worker consume+ack, concurrency 1", worker_c1);
+  line("raw proton C proactor receive+accept, 1 receiver", rawc_c1);
   line("raw proton receive+accept, 4 receivers", raw_c4);
   line("SDK receive+ack, concurrency 4", sdk_c4);
   line("SDK Worker consume+ack, concurrency 4", worker_c4);
   line("SDK receive+ack, concurrency 4, one connection", sdk_c4_one);
+  line("raw proton C proactor receive+accept, 4 receivers", rawc_c4);
   line("Python SDK publish (one by one)", py_pub);
   line("SDK publish (one by one)", each);
   line("raw proton publish (one by one)", raw_one);
@@ -817,6 +1019,10 @@ int main(int argc, char** argv) {
   paired("SDK Worker / raw consume+ack, concurrency 1", worker_c1s, raw_c1s, 0.9);
   paired("SDK / raw consume+ack, concurrency 4", sdk_c4s, raw_c4s, 0.9);
   paired("SDK Worker / raw consume+ack, concurrency 4", worker_c4s, raw_c4s, 0.9);
+  paired("SDK / raw C proactor consume+ack, c1", sdk_c1s, rawc_c1s, 0.9);
+  paired("SDK Worker / raw C proactor consume+ack, c1", worker_c1s, rawc_c1s, 0.9);
+  paired("SDK / raw C proactor consume+ack, c4", sdk_c4s, rawc_c4s, 0.9);
+  paired("SDK Worker / raw C proactor consume+ack, c4", worker_c4s, rawc_c4s, 0.9);
   ratio("SDK publish_batch / Python SDK publish", sdk_pub / py_pub, 3.0);
   ratio("SDK receive+ack c1 / Python SDK pop+ack", sdk_c1 / py_pop, 3.0);
   ratio("SDK Worker c1 / Python SDK pop+ack", worker_c1 / py_pop, 3.0);
@@ -826,8 +1032,8 @@ int main(int argc, char** argv) {
   // The client's CPU per message (medians): what the SDK costs over proton
   // itself, on a machine whose load moves msg/s by far more.
   std::printf("\nclient CPU per message (all threads of this process, medians):\n");
-  for (const char* name :
-       {"raw-publish", "sdk-publish", "raw-c1", "sdk-c1", "worker-c1", "raw-c4", "sdk-c4", "worker-c4", "sdk-c4-one"}) {
+  for (const char* name : {"raw-publish", "sdk-publish", "raw-c1", "raw-c-c1", "sdk-c1", "worker-c1", "raw-c4",
+                           "raw-c-c4", "sdk-c4", "worker-c4", "sdk-c4-one"}) {
     if (const auto it = cpu.find(name); it != cpu.end()) std::printf("  %-12s %7.2f us\n", name, median(it->second));
   }
   std::printf("load average: %s at the start, %s at the end\n", start_load.c_str(), load_average().c_str());
