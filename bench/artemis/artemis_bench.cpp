@@ -319,6 +319,42 @@ class RawPublisher final : public proton::messaging_handler {
   std::string failure_ = "connection closed early";
 };
 
+// The clock of a raw consume, shared by the loop's threads: started when
+// every receiver is asked to attach, stopped at the total-th accept.
+class ConsumeClock {
+ public:
+  explicit ConsumeClock(int total) : total_(total) {}
+
+  void start() {
+    start_ = Clock::now().time_since_epoch().count();
+    cpu_start_ = cpu_ns();
+  }
+  // Counts one accept; true for the total-th, which stops the clock.
+  bool count() {
+    if (++consumed_ != total_) return false;
+    end_.store(Clock::now().time_since_epoch().count());
+    cpu_end_.store(cpu_ns());
+    return true;
+  }
+  bool finished() const { return consumed_.load() >= total_; }
+  Measured result(const std::string& what) const {
+    if (consumed_.load() != total_) {
+      die(what + ": " + std::to_string(consumed_.load()) + " of " + std::to_string(total_) + " messages");
+    }
+    return measured(total_,
+                    Clock::time_point(Clock::duration(end_.load())) - Clock::time_point(Clock::duration(start_)),
+                    cpu_end_.load() - cpu_start_);
+  }
+
+ private:
+  int total_;
+  std::atomic<int> consumed_{0};
+  Clock::rep start_ = 0;  // written before the receivers attach
+  std::atomic<Clock::rep> end_{0};
+  std::int64_t cpu_start_ = 0;
+  std::atomic<std::int64_t> cpu_end_{0};
+};
+
 // Raw receivers: `links` connections with one receiver each (credit window
 // `credit`, proton's own top-up), reading the body of every message and
 // accepting it in on_message, on
@@ -328,7 +364,7 @@ class RawPublisher final : public proton::messaging_handler {
 class RawConsumers {
  public:
   RawConsumers(const Endpoint& endpoint, std::string address, int total, int links, int credit)
-      : endpoint_(endpoint), address_(std::move(address)), total_(total), credit_(credit) {
+      : endpoint_(endpoint), address_(std::move(address)), clock_(total), credit_(credit) {
     for (int i = 0; i < links; ++i) receivers_.push_back(std::make_unique<Receiver>(*this));
   }
 
@@ -340,12 +376,7 @@ class RawConsumers {
       container.connect(endpoint_.url, o);
     }
     container.run(static_cast<int>(receivers_.size()));
-    if (consumed_.load() != total_) {
-      die("raw consume: " + std::to_string(consumed_.load()) + " of " + std::to_string(total_) + " messages");
-    }
-    return measured(total_,
-                    Clock::time_point(Clock::duration(end_.load())) - Clock::time_point(Clock::duration(start_)),
-                    cpu_end_.load() - cpu_start_);
+    return clock_.result("raw consume");
   }
 
  private:
@@ -371,14 +402,14 @@ class RawConsumers {
     void on_message(proton::delivery& d, proton::message& m) override {
       body_bytes_ += proton::get<std::string>(m.body()).size();
       d.accept();
-      if (++owner_.consumed_ == owner_.total_) owner_.done();
+      if (owner_.clock_.count()) owner_.done();
     }
 
     // Artemis may answer the close that follows the last accept with an
     // error of its own (AMQ119027) while it still pushes into the window:
     // only an error before the end counts.
     void on_error(const proton::error_condition& e) override {
-      if (owner_.consumed_.load() < owner_.total_) die("raw consume: " + e.what());
+      if (!owner_.clock_.finished()) die("raw consume: " + e.what());
     }
 
     RawConsumers& owner_;
@@ -388,28 +419,20 @@ class RawConsumers {
   };
 
   void go() {
-    start_ = Clock::now().time_since_epoch().count();
-    cpu_start_ = cpu_ns();
+    clock_.start();
     for (auto& r : receivers_) r->work_.load()->add([r = r.get()] { r->attach(); });
   }
 
   void done() {
-    end_.store(Clock::now().time_since_epoch().count());
-    cpu_end_.store(cpu_ns());
     for (auto& r : receivers_) r->work_.load()->add([r = r.get()] { r->connection_.close(); });
   }
 
   Endpoint endpoint_;
   std::string address_;
-  int total_;
+  ConsumeClock clock_;
   int credit_;
   std::vector<std::unique_ptr<Receiver>> receivers_;
   std::atomic<int> opened_{0};
-  std::atomic<int> consumed_{0};
-  Clock::rep start_ = 0;  // written before the receivers attach
-  std::atomic<Clock::rep> end_{0};
-  std::int64_t cpu_start_ = 0;
-  std::atomic<std::int64_t> cpu_end_{0};
 };
 
 // The same raw receivers on proton's C proactor, the layer the SDK's client
@@ -423,7 +446,7 @@ class RawConsumers {
 class RawProactorConsumers {
  public:
   RawProactorConsumers(const Endpoint& endpoint, std::string address, int total, int links, int credit)
-      : endpoint_(endpoint), address_(std::move(address)), total_(total), links_(links), credit_(credit) {}
+      : endpoint_(endpoint), address_(std::move(address)), clock_(total), links_(links), credit_(credit) {}
 
   Measured run() {
     proactor_ = pn_proactor();
@@ -461,12 +484,7 @@ class RawProactorConsumers {
     for (auto& t : threads) t.join();
     for (auto& link : links_made_) pn_message_free(link->message);
     pn_proactor_free(proactor_);
-    if (consumed_.load() != total_) {
-      die("raw C consume: " + std::to_string(consumed_.load()) + " of " + std::to_string(total_) + " messages");
-    }
-    return measured(total_,
-                    Clock::time_point(Clock::duration(end_.load())) - Clock::time_point(Clock::duration(start_)),
-                    cpu_end_.load() - cpu_start_);
+    return clock_.result("raw C consume");
   }
 
  private:
@@ -518,11 +536,11 @@ class RawProactorConsumers {
       case PN_CONNECTION_REMOTE_CLOSE:
         // Artemis may close with an error of its own (AMQ119027) once the
         // last accept is in: only an error before the end counts.
-        if (consumed_.load() < total_) die("raw C consume: the broker closed the connection");
+        if (!clock_.finished()) die("raw C consume: the broker closed the connection");
         pn_connection_close(pn_event_connection(e));
         return false;
       case PN_TRANSPORT_CLOSED:
-        if (consumed_.load() < total_) die("raw C consume: the connection closed before the end");
+        if (!clock_.finished()) die("raw C consume: the connection closed before the end");
         return false;
       case PN_PROACTOR_INACTIVE:
       case PN_PROACTOR_INTERRUPT:
@@ -553,12 +571,11 @@ class RawProactorConsumers {
     pn_delivery_update(d, PN_ACCEPTED);
     pn_delivery_settle(d);
     if (pn_link_credit(receiver) <= credit_ / 2) pn_link_flow(receiver, credit_ - pn_link_credit(receiver));
-    if (++consumed_ == total_) done();
+    if (clock_.count()) done();
   }
 
   void go() {
-    start_ = Clock::now().time_since_epoch().count();
-    cpu_start_ = cpu_ns();
+    clock_.start();
     for (auto& link : links_made_) {
       link->attach = true;
       pn_connection_wake(link->connection);
@@ -566,8 +583,6 @@ class RawProactorConsumers {
   }
 
   void done() {
-    end_.store(Clock::now().time_since_epoch().count());
-    cpu_end_.store(cpu_ns());
     for (auto& link : links_made_) {
       link->close = true;
       pn_connection_wake(link->connection);
@@ -576,17 +591,12 @@ class RawProactorConsumers {
 
   Endpoint endpoint_;
   std::string address_;
-  int total_;
+  ConsumeClock clock_;
   int links_;
   int credit_;
   pn_proactor_t* proactor_ = nullptr;
   std::vector<std::unique_ptr<Link>> links_made_;
   std::atomic<int> opened_{0};
-  std::atomic<int> consumed_{0};
-  Clock::rep start_ = 0;  // written before the receivers attach
-  std::atomic<Clock::rep> end_{0};
-  std::int64_t cpu_start_ = 0;
-  std::atomic<std::int64_t> cpu_end_{0};
 };
 
 // The SDK's publish_batch, `batch` at a time. The first message goes before
