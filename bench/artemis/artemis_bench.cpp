@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Artemis throughput: babelqueue::artemis against raw qpid-proton C++ loops
+// Artemis throughput: babelqueue::artemis against raw qpid-proton loops
 // doing the same work on the same broker, in one run, with the ratios; and,
 // side by side, the published Python SDK's Artemis transport.
 //
@@ -17,7 +17,9 @@
 //             1 and 4 with a no-op handler (what an application runs). At
 //             concurrency 4 the transport has connections=4, as the raw loop
 //             has 4 connections (ADR 0041); the same at its default of one
-//             connection is shown next to it, without a target.
+//             connection is shown next to it, without a target. The raw
+//             loops run twice: on proton's C++ container, and on its C
+//             proactor, the layer the SDK's client is built on (ADR 0058).
 //   python    the Python SDK (babelqueue[artemis]'s ArtemisTransport), as a
 //             child process: publish one by one, and pop + ack (credit 1);
 //             next to it the SDK's own publish() one by one.
@@ -34,8 +36,8 @@
 // Python run) that takes longer ends the run with exit code 3 and a message
 // naming it.
 // --only runs one group (publish, c1, c4, python) or one measurement
-// (raw-publish, sdk-publish, raw-c1, sdk-c1, worker-c1, raw-c4, sdk-c4,
-// worker-c4, sdk-c4-one), for profiling. Each round runs every measurement once, raw and
+// (raw-publish, sdk-publish, raw-c1, raw-c-c1, sdk-c1, worker-c1, raw-c4,
+// raw-c-c4, sdk-c4, worker-c4, sdk-c4-one), for profiling. Each round runs every measurement once, raw and
 // SDK in an order that turns every round; the rates are the medians over
 // the rounds, and each ratio is the median of the ratios of the rounds (raw
 // and SDK measured minutes apart would see different machines; within a
