@@ -502,22 +502,25 @@ class Client::Impl final {
 
   // Runs the work callers posted (post_locked()), in the context of the
   // connection's own events, so proton writes what it produced at once.
-  void run_work() {
+  // False when there was none.
+  bool run_work() {
     {
       std::lock_guard lock(mutex_);
       wake_posted_ = false;
+      if (work_.empty()) return false;
       running_.swap(work_);
     }
     for (auto& fn : running_) fn();
     running_.clear();
+    return true;
   }
 
   // The same outside the connection's events (no connection was open when
   // the work was posted): the connection, if one is there now, is woken
-  // so that proton writes what the work produced.
+  // so that proton writes what the work produced (none: no wake, which
+  // each tick would otherwise cost an idle client).
   void run_work_outside() {
-    run_work();
-    if (connection_attempt_ != nullptr) pn_connection_wake(connection_attempt_);
+    if (run_work() && connection_attempt_ != nullptr) pn_connection_wake(connection_attempt_);
   }
 
   void on_connection_open(pn_connection_t* c) {
@@ -559,18 +562,10 @@ class Client::Impl final {
   // The connection's last event: proton frees it (its links and deliveries
   // too) once this batch is done.
   void on_transport_closed(pn_connection_t* c, pn_transport_t* t) {
-    {
-      std::lock_guard lock(mutex_);
-      if (wakeable_ == c) {
-        wakeable_ = nullptr;
-        // A wake sent to it is lost with it: the work it was for runs at
-        // the next tick, or now.
-        if (wake_posted_) pn_proactor_interrupt(proactor_);
-      }
-    }
     bool done = false;
     {
       std::lock_guard lock(mutex_);
+      forget_wakeable_locked(c);
       done = closing_;
     }
     if (done) {
@@ -696,8 +691,7 @@ class Client::Impl final {
       if (auto browser = browsers_.find(link); browser != browsers_.end()) {
         const std::shared_ptr<BrowseOp> op = browser->second;
         read_delivery(d, link);
-        pn_delivery_update(d, PN_ACCEPTED);  // a copy: settling it takes nothing from the queue
-        pn_delivery_settle(d);
+        settle_now(d, Outcome::accepted());  // a copy: settling it takes nothing from the queue
         bool full = false;
         {
           std::lock_guard lock(mutex_);
@@ -712,8 +706,7 @@ class Client::Impl final {
     auto it = receivers_.find(link);
     if (it == receivers_.end()) {
       read_delivery(d, link);
-      pn_delivery_update(d, PN_RELEASED);
-      pn_delivery_settle(d);
+      settle_now(d, Outcome::released());
       return;
     }
     // Deliveries of the same read still queued behind this one are buffered
@@ -944,6 +937,24 @@ class Client::Impl final {
     }
   }
 
+  // Closes c and its socket at once, without waiting for the peer's close:
+  // proton frees it after its last event.
+  static void abandon(pn_connection_t* c) {
+    if ((pn_connection_state(c) & PN_LOCAL_CLOSED) == 0) pn_connection_close(c);
+    if (pn_transport_t* t = pn_connection_transport(c)) {
+      pn_transport_close_tail(t);
+      pn_transport_close_head(t);
+    }
+  }
+
+  // c is going away: no wake may reach it any more. A wake sent to it is
+  // lost with it, so the work it was for runs on an interrupt. mutex_ held.
+  void forget_wakeable_locked(pn_connection_t* c) {
+    if (wakeable_ != c) return;
+    wakeable_ = nullptr;
+    if (wake_posted_) pn_proactor_interrupt(proactor_);
+  }
+
   // Events of a connection given up already (the transport closing after
   // its error) are ignored. The connection given up is closed at once, its
   // socket with it: proton frees it after its last event. Outside the
@@ -951,22 +962,13 @@ class Client::Impl final {
   // which is null when the attempt failed before it had a connection.
   void lost(pn_connection_t* which, const Condition& condition, const std::string& where) {
     if (which != connection_attempt_) return;
-    if (which != nullptr) {
-      if ((pn_connection_state(which) & PN_LOCAL_CLOSED) == 0) pn_connection_close(which);
-      if (pn_transport_t* t = pn_connection_transport(which)) {
-        pn_transport_close_tail(t);
-        pn_transport_close_head(t);
-      }
-    }
+    if (which != nullptr) abandon(which);
     connect_deadline_.reset();
     ErrorInfo error = classify(condition, where);
     {
       std::lock_guard lock(mutex_);
       if (closing_) return;
-      if (wakeable_ == which) {
-        wakeable_ = nullptr;
-        if (wake_posted_) pn_proactor_interrupt(proactor_);
-      }
+      forget_wakeable_locked(which);
       const bool was_open = state_ == State::open;
       last_error_ = error;
       if (state_ == State::connecting) first_attempt_failed_ = true;
@@ -1403,11 +1405,7 @@ class Client::Impl final {
       pn_connection_close(connection_);
     } else {
       if (connection_attempt_ != nullptr) {
-        pn_connection_close(connection_attempt_);
-        if (pn_transport_t* t = pn_connection_transport(connection_attempt_)) {
-          pn_transport_close_tail(t);
-          pn_transport_close_head(t);
-        }
+        abandon(connection_attempt_);
         pn_connection_wake(connection_attempt_);
       }
       finish_close();
@@ -1594,8 +1592,7 @@ class Client::Impl final {
     pn_link_flow(link, 1);  // the credit the reply used, back
     proton::message m;
     if (!decode_into(m, d, node->second)) return true;
-    pn_delivery_update(d, PN_ACCEPTED);
-    pn_delivery_settle(d);
+    settle_now(d, Outcome::accepted());
     auto channel = channels_.find(node->second);
     if (channel == channels_.end()) return true;
     auto pending = channel->second.outstanding.find(id_text(m.correlation_id()));
