@@ -79,7 +79,7 @@ class Middleware {
 
   /// What the Worker did (worker_event.hpp), from the thread that did it,
   /// right after it counted it in WorkerMetrics. It must be quick and must not
-  /// throw: it runs on the handler's and the receive loop's path.
+  /// throw: it runs on the handler's and the receiving thread's path.
   virtual void on_event(const WorkerEvent& event) noexcept { (void)event; }
 };
 

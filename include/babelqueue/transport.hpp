@@ -169,7 +169,9 @@ struct Capabilities {
   /// when a receive asks the broker. The Worker's automatic prefetch then
   /// takes them in bigger batches (WorkerOptions::prefetch): holding them in
   /// its buffer instead of the client's keeps nothing more from other
-  /// consumers, and each hand-over between its threads carries more.
+  /// consumers, and each hand-over between its threads carries more. Its
+  /// handler threads receive for themselves (no receive loop thread): a
+  /// receive costs no round trip to wait out.
   std::size_t held_ahead = 0;
 };
 

@@ -9,7 +9,7 @@
 // then either started ... finished around its processing by a handler
 // thread, with decoded once its URN is known and the outcomes of that
 // processing between them, or returned (released unstarted when a run
-// stops). Per transport: reconnected, when the receive loop sees that its
+// stops). Per transport: reconnected, when the receiving thread sees that its
 // transport's reconnect count has grown.
 #pragma once
 

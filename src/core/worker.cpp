@@ -260,6 +260,8 @@ class Worker::Impl {
       processed_ = 0;
       shutting_down_ = false;
       own_delayed_until_ = {};
+      receive_ = Receiving(queues, limits, failures_are_idle, options_.poll_timeout);
+      receiving_ = false;
     }
     std::thread ack_flusher;
     if (batch_acks_) {
@@ -275,13 +277,25 @@ class Worker::Impl {
     const bool keep_leases = caps_.extendable_lease && lease_extension().count() > 0;
     if (keep_leases) threads.emplace_back([this] { lease_loop(); });
 
-    RunSummary summary;
-    std::optional<ErrorInfo> fatal = receive_loop(queues, limits, failures_are_idle, summary);
+    if (handlers_receive()) {
+      // The handler threads receive for themselves: this thread waits for
+      // the end (a limit, a fatal error, or stop()), on room_, which no
+      // receive loop waits on now (changed_ is rung each time the buffer
+      // runs dry).
+      std::unique_lock lock(mutex_);
+      room_.wait(lock, [&] { return receive_.ended || stop_requested_.load(); });
+    } else {
+      receive_loop();
+    }
     shutdown(threads);
     if (ack_flusher.joinable()) flush_acks_and_join(ack_flusher);
+    RunSummary summary;
+    std::optional<ErrorInfo> fatal;
     {
       std::lock_guard lock(mutex_);
       summary.processed = processed_;
+      if (receive_.ended) summary.reason = receive_.reason;
+      fatal = std::move(receive_.fatal);
     }
     stop_requested_.store(false);
     {
@@ -316,6 +330,38 @@ class Worker::Impl {
   Transport& transport() noexcept { return transport_; }
 
  private:
+  // What receiving has done in a run, and how it ended. One thread at a
+  // time receives (run()'s own, or the handler thread holding receiving_),
+  // and hands it to the next under mutex_.
+  struct Receiving {
+    Receiving() = default;
+    Receiving(const std::vector<std::string>& q, const RunLimits& l, bool idle_failures,
+              std::chrono::milliseconds poll_timeout)
+        : queues(&q),
+          limits(l),
+          failures_are_idle(idle_failures),
+          wait(std::max(std::chrono::milliseconds(1), poll_timeout / static_cast<std::int64_t>(q.size()))) {}
+    const std::vector<std::string>* queues = nullptr;
+    RunLimits limits;
+    bool failures_are_idle = true;
+    std::chrono::milliseconds wait{};  // of each receive
+    std::size_t received = 0;
+    std::size_t next_queue = 0;
+    std::chrono::steady_clock::time_point last_activity = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point last_success = last_activity;  // the last receive that did not fail
+    std::int64_t failures = 0;                                           // consecutive, for receive_error_backoff
+    bool ended = false;                                                  // nothing more is received this run; why:
+    RunSummary::Reason reason = RunSummary::Reason::stopped;
+    std::optional<ErrorInfo> fatal;
+  };
+
+  // A transport that holds messages ahead in its own client (Capabilities::
+  // held_ahead: the broker streams into it) takes a receive from memory:
+  // the handler threads receive for themselves when their buffer is empty,
+  // and a batch reaches a handler without a hand-over between threads (on
+  // two cores a wake-up cost about as much as handling a message).
+  bool handlers_receive() const { return caps_.held_ahead > 0; }
+
   // The handlers as a delivery reaches them: each one inside the chain,
   // composed once per run (handlers may change between runs).
   void route_through_middleware() {
@@ -324,100 +370,122 @@ class Worker::Impl {
     fallback_route_ = fallback_ ? chain_.wrap(fallback_) : Handler();
   }
 
-  // Receives into the buffer while there is room, until stop or a limit.
-  std::optional<ErrorInfo> receive_loop(const std::vector<std::string>& queues, const RunLimits& limits,
-                                        bool failures_are_idle, RunSummary& summary) {
-    std::size_t received = 0;
-    std::size_t next_queue = 0;
-    auto last_activity = std::chrono::steady_clock::now();
-    auto last_success = last_activity;  // the last receive that did not fail
-    std::int64_t receive_failures = 0;  // consecutive, for receive_error_backoff
-    const auto queue_count = static_cast<std::int64_t>(queues.size());
-    const auto wait = std::max(std::chrono::milliseconds(1), options_.poll_timeout / queue_count);
-    while (!stop_requested_.load()) {
-      if (limits.max_messages != 0 && received >= limits.max_messages) {
-        summary.reason = RunSummary::Reason::max_messages;
-        return std::nullopt;
-      }
+  // Receives into the buffer while there is room, until stop or a limit
+  // (on run()'s thread).
+  void receive_loop() {
+    while (!stop_requested_.load() && !reached_max_messages()) {
       std::size_t room = 0;
       {
         std::unique_lock lock(mutex_);
         room_.wait(lock, [&] { return stop_requested_.load() || has_room(); });
         if (stop_requested_.load()) break;
-        room = options_.prefetch - buffer_.size();
-        room = std::min(room, room_for_bytes());
+        room = std::min(options_.prefetch - buffer_.size(), room_for_bytes());
       }
-      if (limits.max_messages != 0) room = std::min(room, limits.max_messages - received);
-      const std::string& queue = queues[next_queue];
-      next_queue = (next_queue + 1) % queues.size();
-      auto batch = transport_.receive(queue, room, wait);
-      if (!chain_.empty()) notice_reconnects();
-      if (!batch) {
-        if (!batch.error().retriable()) {
-          log(LogLevel::error,
-              concat({"receive from ", queue, " failed: ", std::string_view(batch.error().message())}));
-          return batch.error();
-        }
-        log(LogLevel::warning,
-            concat({"receive from ", queue, " failed, retrying: ", std::string_view(batch.error().message())}));
-        const auto now = std::chrono::steady_clock::now();
-        if (limits.unreachable_exit && now - last_success >= *limits.unreachable_exit) {
-          return gave_up(batch.error(), queue, now - last_success, "RunLimits::unreachable_exit");
-        }
-        if (failures_are_idle && limits.idle_exit &&
-            idle(last_activity, *limits.idle_exit, limits.idle_waits_for_own_delayed)) {
-          return gave_up(batch.error(), queue, now - last_activity, "RunLimits::idle_exit");
-        }
-        // The pause ends no later than the nearest bound, so a bound is kept
-        // to within a receive.
-        auto pause = options_.receive_error_backoff.delay_for(++receive_failures);
-        if (limits.unreachable_exit) {
-          pause = std::min(pause, until(detail::saturating_after(last_success, *limits.unreachable_exit), now));
-        }
-        if (failures_are_idle && limits.idle_exit) {
-          pause = std::min(pause, until(detail::saturating_after(last_activity, *limits.idle_exit), now));
-        }
-        sleep_unless_stopped(pause);
-        continue;
-      }
-      receive_failures = 0;
-      last_success = std::chrono::steady_clock::now();
-      if (batch->empty()) {
-        if (limits.idle_exit && idle(last_activity, *limits.idle_exit, limits.idle_waits_for_own_delayed)) {
-          summary.reason = RunSummary::Reason::idle;
-          return std::nullopt;
-        }
-        continue;
-      }
-      received += batch->size();
-      last_activity = std::chrono::steady_clock::now();
-      // A flight from the moment it is received: its lease is kept alive
-      // while it waits in the buffer too. Allocated before taking the lock,
-      // which the handler threads contend for.
-      std::vector<std::shared_ptr<Flight>> flights;
-      flights.reserve(batch->size());
-      for (auto& d : *batch) flights.push_back(std::make_shared<Flight>(std::move(d)));
-      std::size_t batch_bytes = 0;
-      for (const auto& flight : flights) batch_bytes += flight->delivery.body.size();
-      {
-        std::lock_guard lock(mutex_);
-        for (auto& flight : flights) buffer_.push_back(std::move(flight));
-        buffered_bytes_ += batch_bytes;
-        last_message_bytes_ = std::max<std::size_t>(1, batch_bytes / flights.size());
-      }
-      WorkerEvent fetched = event(WorkerEventKind::received, queue);
-      fetched.count = batch->size();
-      note(metrics_.received, fetched, batch->size());
-      // Wake as many handlers as there are new messages, not every thread;
-      // after unlocking, so a woken handler does not block on mutex_ at once.
-      if (batch->size() == 1) {
-        work_ready_.notify_one();
-      } else {
-        work_ready_.notify_all();
-      }
+      if (!receive_once(room, /*for_others=*/false)) return;
     }
-    summary.reason = RunSummary::Reason::stopped;
-    return std::nullopt;
+  }
+
+  // True, and receiving ended, once RunLimits::max_messages were received.
+  bool reached_max_messages() {
+    const std::size_t max = receive_.limits.max_messages;
+    if (max == 0 || receive_.received < max) return false;
+    std::lock_guard lock(mutex_);
+    end_receiving_locked(RunSummary::Reason::max_messages);
+    return true;
+  }
+
+  // Ends receiving for this run (under mutex_).
+  void end_receiving_locked(RunSummary::Reason reason, std::optional<ErrorInfo> fatal = std::nullopt) {
+    receive_.ended = true;
+    receive_.reason = reason;
+    receive_.fatal = std::move(fatal);
+  }
+
+  // One receive of up to room messages into the buffer; false when
+  // receiving has ended (a limit or a fatal error). for_others: the caller
+  // is a handler thread that takes one of them itself.
+  bool receive_once(std::size_t room, bool for_others) {
+    Receiving& r = receive_;
+    const RunLimits& limits = r.limits;
+    if (reached_max_messages()) return false;
+    if (limits.max_messages != 0) room = std::min(room, limits.max_messages - r.received);
+    const std::string& queue = (*r.queues)[r.next_queue];
+    r.next_queue = (r.next_queue + 1) % r.queues->size();
+    auto batch = transport_.receive(queue, room, r.wait);
+    if (!chain_.empty()) notice_reconnects();
+    if (!batch) {
+      if (!batch.error().retriable()) {
+        log(LogLevel::error, concat({"receive from ", queue, " failed: ", std::string_view(batch.error().message())}));
+        std::lock_guard lock(mutex_);
+        end_receiving_locked(RunSummary::Reason::stopped, batch.error());
+        return false;
+      }
+      log(LogLevel::warning,
+          concat({"receive from ", queue, " failed, retrying: ", std::string_view(batch.error().message())}));
+      const auto now = std::chrono::steady_clock::now();
+      std::optional<ErrorInfo> given_up;
+      if (limits.unreachable_exit && now - r.last_success >= *limits.unreachable_exit) {
+        given_up = gave_up(batch.error(), queue, now - r.last_success, "RunLimits::unreachable_exit");
+      } else if (r.failures_are_idle && limits.idle_exit &&
+                 idle(r.last_activity, *limits.idle_exit, limits.idle_waits_for_own_delayed)) {
+        given_up = gave_up(batch.error(), queue, now - r.last_activity, "RunLimits::idle_exit");
+      }
+      if (given_up) {
+        std::lock_guard lock(mutex_);
+        end_receiving_locked(RunSummary::Reason::stopped, std::move(given_up));
+        return false;
+      }
+      // The pause ends no later than the nearest bound, so a bound is kept
+      // to within a receive.
+      auto pause = options_.receive_error_backoff.delay_for(++r.failures);
+      if (limits.unreachable_exit) {
+        pause = std::min(pause, until(detail::saturating_after(r.last_success, *limits.unreachable_exit), now));
+      }
+      if (r.failures_are_idle && limits.idle_exit) {
+        pause = std::min(pause, until(detail::saturating_after(r.last_activity, *limits.idle_exit), now));
+      }
+      sleep_unless_stopped(pause);
+      return true;
+    }
+    r.failures = 0;
+    r.last_success = std::chrono::steady_clock::now();
+    if (batch->empty()) {
+      if (limits.idle_exit && idle(r.last_activity, *limits.idle_exit, limits.idle_waits_for_own_delayed)) {
+        std::lock_guard lock(mutex_);
+        end_receiving_locked(RunSummary::Reason::idle);
+        return false;
+      }
+      return true;
+    }
+    r.received += batch->size();
+    r.last_activity = std::chrono::steady_clock::now();
+    // A flight from the moment it is received: its lease is kept alive
+    // while it waits in the buffer too. Allocated before taking the lock,
+    // which the handler threads contend for.
+    std::vector<std::shared_ptr<Flight>> flights;
+    flights.reserve(batch->size());
+    for (auto& d : *batch) flights.push_back(std::make_shared<Flight>(std::move(d)));
+    std::size_t batch_bytes = 0;
+    for (const auto& flight : flights) batch_bytes += flight->delivery.body.size();
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& flight : flights) buffer_.push_back(std::move(flight));
+      buffered_bytes_ += batch_bytes;
+      last_message_bytes_ = std::max<std::size_t>(1, batch_bytes / flights.size());
+    }
+    WorkerEvent fetched = event(WorkerEventKind::received, queue);
+    fetched.count = batch->size();
+    note(metrics_.received, fetched, batch->size());
+    // Wake as many handlers as there are new messages for, not every
+    // thread; after unlocking, so a woken handler does not block on mutex_
+    // at once.
+    const std::size_t for_them = batch->size() - (for_others ? 1 : 0);
+    if (for_them == 1) {
+      work_ready_.notify_one();
+    } else if (for_them > 1) {
+      work_ready_.notify_all();
+    }
+    return true;
   }
 
   // Tells the middleware when the transport's reconnect count grew (a
@@ -514,12 +582,18 @@ class Worker::Impl {
         lock.lock();
         continue;
       }
+      // A handler thread still receiving (handlers_receive()) puts what it
+      // received in the buffer: it is handed back or run like the rest.
       const bool settled = changed_.wait_until(lock, deadline, [&] {
-        return (buffer_.empty() && flights_.empty()) || (stop_requested_.load() && !buffer_.empty());
+        return (buffer_.empty() && flights_.empty() && !receiving_) || (stop_requested_.load() && !buffer_.empty());
       });
-      if (!settled) break;                             // the deadline passed
-      if (buffer_.empty() && flights_.empty()) break;  // everything settled
+      if (!settled) break;                                            // the deadline passed
+      if (buffer_.empty() && flights_.empty() && !receiving_) break;  // everything settled
     }
+    // Past the deadline too: a receive in progress ends within its wait
+    // (stop() or a limit ended receiving), and what it buffers is handed back
+    // below rather than left behind.
+    changed_.wait(lock, [&] { return !receiving_; });
     shutting_down_ = true;
     unstarted.swap(buffer_);
     buffered_bytes_ = 0;
@@ -564,9 +638,27 @@ class Worker::Impl {
     for (;;) {
       // After a stop nothing new starts: what is buffered is handed back by
       // shutdown(), never run.
-      work_ready_.wait(lock, [&] { return shutting_down_ || (!buffer_.empty() && !stop_requested_.load()); });
+      work_ready_.wait(lock, [&] {
+        return shutting_down_ || (!stop_requested_.load() && (!buffer_.empty() || may_receive_locked()));
+      });
       if (shutting_down_) return;
       if (stop_requested_.load()) continue;
+      if (buffer_.empty()) {
+        // Nothing buffered and nobody receiving: this thread receives for
+        // all of them (handlers_receive()), then takes the first itself.
+        receiving_ = true;
+        const std::size_t room = std::min(options_.prefetch, room_for_bytes());
+        lock.unlock();
+        receive_once(room, /*for_others=*/true);
+        lock.lock();
+        receiving_ = false;
+        // run() waits for the end of receiving; shutdown() for this receive.
+        if (receive_.ended || stop_requested_.load()) {
+          room_.notify_all();
+          changed_.notify_all();
+        }
+        continue;
+      }
       std::shared_ptr<Flight> finished = std::exchange(*slot, std::move(buffer_.front()));
       buffer_.pop_front();
       buffered_bytes_ -= std::min(buffered_bytes_, (*slot)->delivery.body.size());
@@ -586,10 +678,14 @@ class Worker::Impl {
         continue;
       }
       flights_.splice(flights_.end(), mine, slot);
-      const bool refill = has_room();
+      const bool refill = !handlers_receive() && has_room();
+      // That was the last one, and nobody is receiving: a waiting handler
+      // thread receives the next while this one runs its handler.
+      const bool next_receiver = buffer_.empty() && may_receive_locked();
       lock.unlock();
       finished.reset();
       if (refill) room_.notify_one();  // the receive loop is the only waiter
+      if (next_receiver) work_ready_.notify_one();
       note(event(WorkerEventKind::started, (*slot)->delivery.queue));
       process(**slot);
       note(event(WorkerEventKind::finished, (*slot)->delivery.queue));
@@ -643,6 +739,9 @@ class Worker::Impl {
       lock.lock();
     }
   }
+
+  // A handler thread may start a receive (under mutex_).
+  bool may_receive_locked() const { return handlers_receive() && !receiving_ && !receive_.ended; }
 
   // A buffered message whose lease passed before a handler could start it.
   void drop_expired(const Flight& flight) {
@@ -1112,14 +1211,18 @@ class Worker::Impl {
 
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};
-  std::uint64_t reported_reconnects_ = 0;  // the receive loop's; what the middleware last heard
+  std::uint64_t reported_reconnects_ = 0;  // the receiving thread's; what the middleware last heard
+  Receiving receive_;                      // the receiving thread's; ended under mutex_
+  bool receiving_ = false;                 // a handler thread is receiving (handlers_receive(); under mutex_)
   std::atomic<bool> no_delay_warned_{false};
   // One mutex; three condition variables so that each event wakes only the
   // threads that wait for it (one shared variable woke every handler twice
   // per message):
   //   work_ready_  handlers: a message is in the buffer, or shutting down
-  //   room_        the receive loop: the buffer is half empty, or stop
-  //   changed_     the rest: stop, shutdown, everything settled
+  //   room_        the receive loop: the buffer is half empty, or stop;
+  //                with handlers_receive(), run(): receiving ended, or stop
+  //   changed_     the rest: stop, shutdown, everything settled, a handler
+  //                thread's receive ended
   std::mutex mutex_;
   std::condition_variable work_ready_;
   std::condition_variable room_;

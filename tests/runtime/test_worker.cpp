@@ -2,6 +2,7 @@
 // Runtime semantics (SPEC §6–§8, tests/support/worker_semantics.hpp) on the
 // in-process memory broker and the SQLite file, and what only a transport
 // with leases shows (SQLite).
+#include "held_ahead_transport.hpp"
 #include "worker_semantics.hpp"
 
 #include <babelqueue/memory/transport.hpp>
@@ -115,8 +116,20 @@ bq::test_support::SemanticsTarget target(std::string name, std::function<std::st
 
 std::string memory_url() { return "memory://worker-" + bq::uuid_v4(); }
 
+// The memory transport saying its client holds messages ahead: the Worker's
+// handler threads receive for themselves (as on Artemis), no receive loop.
+bq::test_support::SemanticsTarget held_ahead_target() {
+  return {"memory_held_ahead", []() -> bq::Result<std::unique_ptr<bq::Transport>> {
+            auto inner = bq::open_transport(memory_url());
+            if (!inner) return bq::unexpected(inner.error());
+            return std::unique_ptr<bq::Transport>(
+                std::make_unique<bq::test_support::HeldAheadTransport>(std::move(*inner), 8));
+          }};
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, WorkerTest,
-                         testing::Values(target("memory", memory_url), target("sqlite", temp_sqlite_url)),
+                         testing::Values(target("memory", memory_url), held_ahead_target(),
+                                         target("sqlite", temp_sqlite_url)),
                          bq::test_support::SemanticsTarget::name_of);
 
 }  // namespace
