@@ -14,7 +14,7 @@
 // its own mutex, so faults may be armed while other threads use the transport.
 #pragma once
 
-#include <babelqueue/transport.hpp>
+#include "forwarding_transport.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -26,13 +26,11 @@
 
 namespace babelqueue::test_support {
 
-class FaultInjectingTransport final : public Transport {
+class FaultInjectingTransport final : public ForwardingTransport {
  public:
-  // Owns the wrapped transport.
-  explicit FaultInjectingTransport(std::unique_ptr<Transport> inner) : owned_(std::move(inner)), inner_(owned_.get()) {}
-  // Borrows it: the caller keeps it alive longer than this object.
-  explicit FaultInjectingTransport(Transport& inner) : inner_(&inner) {}
-  ~FaultInjectingTransport() override = default;  // closing is the owner's (or owned_'s destructor's) business
+  // Owns the wrapped transport, or borrows it (the caller keeps it alive
+  // longer than this object).
+  using ForwardingTransport::ForwardingTransport;
 
   // The next count publishes (to queue only, when it is not empty) fail with
   // code without reaching the wrapped transport. A batch counts each message.
@@ -75,13 +73,9 @@ class FaultInjectingTransport final : public Transport {
     return failed_publish_queues_;
   }
 
-  Transport& inner() noexcept { return *inner_; }
-
-  Capabilities capabilities() const override { return inner_->capabilities(); }
-
   Result<void> publish(std::string_view queue, std::string_view body, const PublishOptions& options = {}) override {
     if (auto fault = take(publish_fault_, queue)) return failure(*fault, "publish", queue);
-    return inner_->publish(queue, body, options);
+    return inner().publish(queue, body, options);
   }
 
   // Publishes the messages before the first faulted one (as one batch), then
@@ -90,43 +84,36 @@ class FaultInjectingTransport final : public Transport {
     for (std::size_t i = 0; i < messages.size(); ++i) {
       if (auto fault = take(publish_fault_, messages[i].queue)) {
         if (i > 0) {
-          if (auto prefix = inner_->publish_batch(messages.first(i)); !prefix) return prefix;
+          if (auto prefix = inner().publish_batch(messages.first(i)); !prefix) return prefix;
         }
         return unexpected(fault->code, "batch publish stopped after " + std::to_string(i) + " of " +
                                            std::to_string(messages.size()) + " messages: injected fault (publish to '" +
                                            messages[i].queue + "')");
       }
     }
-    return inner_->publish_batch(messages);
+    return inner().publish_batch(messages);
   }
 
   Result<std::vector<Delivery>> receive(std::string_view queue, std::size_t max,
                                         std::chrono::milliseconds wait) override {
     if (auto fault = take(receive_fault_, queue)) return failure(*fault, "receive", queue);
-    return inner_->receive(queue, max, wait);
+    return inner().receive(queue, max, wait);
   }
 
   Result<void> ack(const Delivery& delivery) override {
     if (auto fault = take(ack_fault_, delivery.queue)) return failure(*fault, "ack", delivery.queue);
-    return inner_->ack(delivery);
+    return inner().ack(delivery);
   }
 
   Result<void> release(const Delivery& delivery, std::chrono::milliseconds delay = {}) override {
     if (auto fault = take(release_fault_, delivery.queue)) return failure(*fault, "release", delivery.queue);
-    return inner_->release(delivery, delay);
+    return inner().release(delivery, delay);
   }
 
   Result<void> extend(const Delivery& delivery, std::chrono::milliseconds lease) override {
     if (auto fault = take(extend_fault_, delivery.queue)) return failure(*fault, "extend", delivery.queue);
-    return inner_->extend(delivery, lease);
+    return inner().extend(delivery, lease);
   }
-  Result<void> dead_letter_natively(const Delivery& delivery, std::string_view reason,
-                                    std::string_view description) override {
-    return inner_->dead_letter_natively(delivery, reason, description);
-  }
-  std::string dead_letter_queue(std::string_view queue) const override { return inner_->dead_letter_queue(queue); }
-  Result<QueueStats> stats(std::string_view queue) override { return inner_->stats(queue); }
-  void close(std::chrono::milliseconds deadline = std::chrono::seconds(5)) override { inner_->close(deadline); }
 
  private:
   struct Fault {
@@ -149,9 +136,6 @@ class FaultInjectingTransport final : public Transport {
     return unexpected(fault.code,
                       "injected fault: " + std::string(operation) + " on queue '" + std::string(queue) + "' failed");
   }
-
-  std::unique_ptr<Transport> owned_;
-  Transport* inner_;  // owned_.get() or the borrowed transport; never null
 
   mutable std::mutex mutex_;
   Fault publish_fault_;
