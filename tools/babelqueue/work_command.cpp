@@ -355,7 +355,9 @@ void add_work_command(CLI::App& app, Action& action, const GlobalOptions& global
       ->check(whole_number(1))
       ->capture_default_str()
       ->type_name("N");
-  work->add_option("--prefetch", args->prefetch, "Messages received ahead of the commands (0 = max(concurrency, 16))")
+  work->add_option("--prefetch", args->prefetch,
+                   "Messages received ahead of the commands (0 = automatic: max(concurrency, 16), more where the "
+                   "transport asks for it; docs/runtime.md)")
       ->check(whole_number(0, 1000000))
       ->capture_default_str()
       ->type_name("N");
