@@ -2,6 +2,7 @@
 // Runtime semantics (SPEC §6–§8, tests/support/worker_semantics.hpp) on the
 // in-process memory broker and the SQLite file, and what only a transport
 // with leases shows (SQLite).
+#include "forwarding_transport.hpp"
 #include "held_ahead_transport.hpp"
 #include "worker_semantics.hpp"
 
@@ -16,9 +17,11 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 
 namespace bq = babelqueue;
 using bq::test_support::FaultInjectingTransport;
@@ -125,6 +128,52 @@ bq::test_support::SemanticsTarget held_ahead_target() {
             return std::unique_ptr<bq::Transport>(
                 std::make_unique<bq::test_support::HeldAheadTransport>(std::move(*inner), 8));
           }};
+}
+
+// A held-ahead transport whose receive first runs a hook: here, stop() on
+// the worker, so that the batch the receive brings lands after the stop.
+class StopDuringReceive final : public bq::test_support::ForwardingTransport {
+ public:
+  using ForwardingTransport::ForwardingTransport;
+  std::function<void()> hook;
+  bq::Capabilities capabilities() const override {
+    bq::Capabilities caps = inner().capabilities();
+    caps.held_ahead = 8;
+    return caps;
+  }
+  bq::Result<std::vector<bq::Delivery>> receive(std::string_view queue, std::size_t max,
+                                                std::chrono::milliseconds wait) override {
+    if (hook) std::exchange(hook, nullptr)();
+    return inner().receive(queue, max, wait);
+  }
+};
+
+TEST(WorkerWhereHandlersReceive, ABatchThatLandsAfterAStopIsHandedBackUnstarted) {
+  StopDuringReceive transport(bq::open_transport(memory_url()).value());
+  bq::WorkerOptions o;
+  o.default_queue = "orders";
+  o.concurrency = 2;
+  bq::Worker worker(transport, o);
+  std::atomic<int> calls{0};
+  worker.handle("urn:a", [&](const bq::Message&) { ++calls; });
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(worker.publish("urn:a", {}));
+  // The stop comes first, and run()'s thread reaches its shutdown while the
+  // receive is still under way.
+  transport.hook = [&] {
+    worker.stop();
+    std::this_thread::sleep_for(100ms);
+  };
+  auto summary = worker.run({"orders"}, {});
+  ASSERT_TRUE(summary);
+  EXPECT_EQ(summary->reason, bq::RunSummary::Reason::stopped);
+  EXPECT_EQ(calls.load(), 0);
+  // All three are back in the queue, none lost, none run.
+  EXPECT_EQ(transport.inner().receive("orders", 10, 0ms).value().size(), 3U);
+  // What the receive brought (the first receive asks for one message per
+  // handler thread: WorkerOptions::prefetch_bytes) was handed back.
+  const auto counts = worker.metrics().snapshot();
+  EXPECT_EQ(counts.received, 2U);
+  EXPECT_EQ(counts.released, counts.received);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, WorkerTest,
