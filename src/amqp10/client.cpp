@@ -649,9 +649,19 @@ class Client::Impl final {
     pn_link_advance(link);
   }
 
+  // False (and the delivery given back to the broker as failed) when recv_
+  // is empty: proton's decoder asserts a size, so a transfer of no bytes
+  // would end the process.
+  bool holds_bytes(pn_delivery_t* d, std::string_view address) {
+    if (!recv_.empty()) return true;
+    give_back_undecodable(d, address, "the transfer holds no bytes");
+    return false;
+  }
+
   // Decodes recv_ into message; false (and the delivery given back to the
   // broker as failed) when it is no AMQP message.
   bool decode_into(proton::message& message, pn_delivery_t* d, std::string_view address) {
+    if (!holds_bytes(d, address)) return false;
     try {
       message.decode(recv_);
       return true;
@@ -718,20 +728,30 @@ class Client::Impl final {
     const bool more_queued = pn_link_queued(link) > 1;
     read_delivery(d, link);
     const std::string& address = it->second->address;
+    if (!holds_bytes(d, address)) return;
     Incoming incoming;
-    if (options_.reader) {
+    std::unique_ptr<Read> reuse;
+    if ((options_.encoded_reader || options_.reader) && !io_reads_.empty()) {
+      reuse = std::move(io_reads_.back());
+      io_reads_.pop_back();
+    }
+    if (options_.encoded_reader) {
+      // Read off the bytes, when the message is one that reading covers.
+      try {
+        incoming.read = options_.encoded_reader(address, std::string_view(recv_.data(), recv_.size()), reuse);
+      } catch (...) {
+        incoming.read.reset();  // declined (see EncodedReader)
+      }
+    }
+    if (!incoming.read && options_.reader) {
       // Read here, from the C message every delivery is decoded into
       // (cleared first: decoding leaves a section the message lacks as the
       // last message had it).
       pn_message_clear(io_c_message_.get());
       if (pn_message_decode(io_c_message_.get(), recv_.data(), recv_.size()) != 0) {
         give_back_undecodable(d, address, pn_error_text(pn_message_error(io_c_message_.get())));
+        if (reuse) io_reads_.push_back(std::move(reuse));  // for the next delivery
         return;
-      }
-      std::unique_ptr<Read> reuse;
-      if (!io_reads_.empty()) {
-        reuse = std::move(io_reads_.back());
-        io_reads_.pop_back();
       }
       try {
         incoming.read = options_.reader(address, io_c_message_.get(), std::move(reuse));
@@ -739,6 +759,7 @@ class Client::Impl final {
         incoming.read.reset();  // handed over instead (see MessageReader)
       }
     }
+    if (reuse) io_reads_.push_back(std::move(reuse));  // not taken: for the next delivery
     if (!incoming.read) {
       if (!decode_into(io_message_, d, address)) return;
       const pn_delivery_tag_t tag = pn_delivery_tag(d);

@@ -101,6 +101,9 @@ struct ConnectionOptions {
   // Incoming::read (message_reader.hpp). Empty: Incoming::message carries
   // the message itself.
   MessageReader reader;
+  // Tried first, on the message's bytes (message_reader.hpp); a message it
+  // declines goes to the reader. Empty: none.
+  EncodedReader encoded_reader;
   // Rung as messages arrive (see Arrivals); empty: none.
   std::shared_ptr<Arrivals> arrivals;
   // Claims-based security: a token on $cbs for each address before its

@@ -42,14 +42,19 @@ inline bool read_body_bytes(pn_data_t* b, std::string& out) {
 
 }  // namespace detail
 
-// The body's bytes into out (replacing what it held). out keeps its storage
-// for the next message (a reader's recycled Delivery), but not what one large
-// message grew it to: kept in a read that waits for reuse, that memory would
-// stay allocated however small the messages after it.
-inline void read_body(pn_message_t* message, std::string& out) {
+// Empties out for a body. out keeps its storage for the next message (a
+// reader's recycled Delivery), but not what one large message grew it to:
+// kept in a read that waits for reuse, that memory would stay allocated
+// however small the messages after it.
+inline void clear_body(std::string& out) {
   constexpr std::size_t kLargestBodyKept = 64 * 1024;
   if (out.capacity() > kLargestBodyKept) std::string().swap(out);
   out.clear();
+}
+
+// The body's bytes into out (replacing what it held; see clear_body()).
+inline void read_body(pn_message_t* message, std::string& out) {
+  clear_body(out);
   if (detail::read_body_bytes(pn_message_body(message), out)) return;
   out = proton::to_string(cpp_message_of(message).body());
 }

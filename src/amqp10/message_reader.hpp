@@ -35,4 +35,14 @@ struct Read {
 using MessageReader =
     std::function<std::unique_ptr<Read>(std::string_view address, pn_message_t* message, std::unique_ptr<Read> reuse)>;
 
+// Reads message from its encoded bytes (valid for the call only), before
+// proton decodes it: what a reader of encoded_message.hpp makes, which
+// skips proton's decoding (ADR 0060). reuse is as for a MessageReader, and
+// is taken only by a read that is returned. nullptr declines the message
+// (one that reading does not cover): the client then decodes it and hands
+// it to the MessageReader, as without this one. It must not throw: a
+// throw declines too.
+using EncodedReader = std::function<std::unique_ptr<Read>(std::string_view address, std::string_view encoded,
+                                                          std::unique_ptr<Read>& reuse)>;
+
 }  // namespace babelqueue::amqp10

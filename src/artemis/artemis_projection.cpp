@@ -5,6 +5,7 @@
 #include "c_handles.hpp"
 #include "c_message_values.hpp"
 #include "delivery_read.hpp"
+#include "encoded_message.hpp"
 #include "message_body.hpp"
 
 #include <babelqueue/binding.hpp>
@@ -140,6 +141,16 @@ namespace {
 
 using amqp10::detail::view;
 
+// An application property with a text value: the gate, or a header unless
+// the binding owns it.
+void take_text_property(std::string_view name, std::string_view value, Delivery& d) {
+  if (name == names.schema_version) {
+    d.gate_rejection = binding::schema_version_gate(std::optional<std::string_view>(value));
+  } else if (!is_ours(name)) {
+    d.headers.emplace(name, value);
+  }
+}
+
 // The application properties read straight off the message's data, without
 // a std::map of scalars: string keys with string, symbol or binary values,
 // which is what every SDK sends. False, with d untouched, for anything
@@ -168,12 +179,23 @@ bool read_text_properties(pn_data_t* p, Delivery& d) {
     const std::string_view value = view(type == PN_STRING   ? pn_data_get_string(p)
                                         : type == PN_SYMBOL ? pn_data_get_symbol(p)
                                                             : pn_data_get_binary(p));
-    if (name == names.schema_version) {
-      d.gate_rejection = binding::schema_version_gate(std::optional<std::string_view>(value));
-    } else if (!is_ours(name)) {
-      d.headers.emplace(name, value);
+    take_text_property(name, value, d);
+  }
+  return true;
+}
+
+// The same off the encoded map (encoded_message.hpp).
+bool read_text_properties(const amqp10::EncodedValue& map, Delivery& d) {
+  amqp10::EncodedValue name, value;
+  amqp10::ValueCursor check(map.payload, 1);
+  while (check.next(name)) {
+    if (!name.is_string() || !check.next(value) || !(value.is_string() || value.is_symbol() || value.is_binary())) {
+      return false;
     }
   }
+  if (!check.at_end()) return false;
+  amqp10::ValueCursor cursor(map.payload, 1);
+  while (cursor.next(name) && cursor.next(value)) take_text_property(name.payload, value.payload, d);
   return true;
 }
 
@@ -192,6 +214,44 @@ void read_into(std::string_view queue, pn_message_t* message, Delivery& d) {
   d.ordering_key.assign(group != nullptr ? group : "");
 }
 
+bool read_encoded(std::string_view queue, std::string_view encoded, Delivery& d) {
+  amqp10::EncodedSections sections;
+  if (!amqp10::read_sections(encoded, sections)) return false;
+  // What a reader takes: the header's delivery-count (field 4), the
+  // properties' group-id (field 10), each checked before d changes.
+  std::uint32_t delivery_count = 0;
+  std::optional<amqp10::EncodedValue> field;
+  if (sections.header) {
+    if (!amqp10::list_field(*sections.header, 4, field)) return false;
+    if (field && !field->is_null()) {
+      const auto count = field->as_uint();
+      if (!count) return false;
+      delivery_count = *count;
+    }
+  }
+  std::string_view group;
+  if (sections.properties) {
+    if (!amqp10::list_field(*sections.properties, 10, field)) return false;
+    if (field && !field->is_null()) {
+      if (!field->is_string()) return false;
+      // Up to a NUL, as proton's C API reads it (a C string), so that both
+      // readings give the same key.
+      group = field->payload.substr(0, field->payload.find('\0'));
+    }
+  }
+  const std::optional<amqp10::EncodedValue>& body = sections.body;
+  if (body && !(body->is_string() || body->is_binary() || body->is_symbol() || body->is_null())) return false;
+  amqp10::begin_delivery(queue, d);
+  // The gate runs before the body is read.
+  if (sections.application_properties && !read_text_properties(*sections.application_properties, d)) return false;
+  amqp10::clear_body(d.body);
+  if (body) d.body.assign(body->payload);
+  d.native_attempts = static_cast<std::int64_t>(delivery_count);
+  d.attempts_merge = kZeroBasedDeliveryCount.merge;
+  d.ordering_key.assign(group);
+  return true;
+}
+
 Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::message& message) {
   Delivery d;
   const amqp10::CMessage c = amqp10::c_message_of(message);
@@ -202,6 +262,15 @@ Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::mes
   }
   d.token.id = id;
   return d;
+}
+
+std::unique_ptr<amqp10::Read> read_encoded_delivery(std::string_view queue, std::string_view encoded,
+                                                    std::unique_ptr<amqp10::Read>& reuse) {
+  // reuse is one of this reader's own reads (MessageReader).
+  std::unique_ptr<DeliveryRead> read(reuse ? static_cast<DeliveryRead*>(reuse.release()) : new DeliveryRead);
+  if (read_encoded(queue, encoded, read->delivery)) return read;
+  reuse = std::move(read);  // declined: for the reader
+  return nullptr;
 }
 
 std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, pn_message_t* message,

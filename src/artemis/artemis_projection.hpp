@@ -71,6 +71,12 @@ Delivery to_delivery(std::string_view queue, std::uint64_t id, const proton::mes
 // 0), keeping the storage d's strings have.
 void read_into(std::string_view queue, pn_message_t* message, Delivery& d);
 
+// The same off the message's encoded bytes, without proton's decoding
+// (encoded_message.hpp); false, with d's fields left to be replaced, for
+// a message that reading does not cover or whose application properties
+// are not all text (read_into() then reads it).
+bool read_encoded(std::string_view queue, std::string_view encoded, Delivery& d);
+
 // The transport's amqp10::MessageReader: read_into() on the connection's
 // thread, the token's id left for the receiver to fill in. The receiver
 // copies the delivery out and recycles the read, so the connection's thread
@@ -81,5 +87,8 @@ struct DeliveryRead final : amqp10::Read {
 };
 std::unique_ptr<amqp10::Read> read_delivery(std::string_view queue, pn_message_t* message,
                                             std::unique_ptr<amqp10::Read> reuse);
+// Its amqp10::EncodedReader: read_encoded() into a DeliveryRead.
+std::unique_ptr<amqp10::Read> read_encoded_delivery(std::string_view queue, std::string_view encoded,
+                                                    std::unique_ptr<amqp10::Read>& reuse);
 
 }  // namespace babelqueue::artemis

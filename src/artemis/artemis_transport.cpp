@@ -126,6 +126,7 @@ Result<std::unique_ptr<Transport>> Transport::open(Options options) {
   // Anycast: without it an address created on first attach is multicast and
   // a message sent before any receiver exists is dropped.
   c.terminus_capabilities = {"queue"};
+  c.encoded_reader = read_encoded_delivery;
   c.reader = read_delivery;
   c.log = options.log;
   if (options.connections > 1) c.arrivals = std::make_shared<amqp10::Arrivals>();
