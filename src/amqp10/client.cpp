@@ -3,6 +3,7 @@
 
 #include "c_handles.hpp"
 #include "c_message.hpp"
+#include "encoded_message.hpp"
 #include "ring.hpp"
 
 #include <babelqueue/detail/message_size.hpp>
@@ -650,18 +651,34 @@ class Client::Impl final {
   }
 
   // False (and the delivery given back to the broker as failed) when recv_
-  // is empty: proton's decoder asserts a size, so a transfer of no bytes
-  // would end the process.
-  bool holds_bytes(pn_delivery_t* d, std::string_view address) {
-    if (!recv_.empty()) return true;
-    give_back_undecodable(d, address, "the transfer holds no bytes");
+  // is not a run of AMQP message sections, before proton's decoder sees
+  // it: that asserts a size (a transfer of no bytes would end the process)
+  // and takes other bytes, a JSON document say, for an empty message
+  // without an error, whose bytes a consumer would then never see.
+  bool holds_sections(pn_delivery_t* d, std::string_view address) {
+    if (recv_.empty()) {
+      give_back_undecodable(d, address, "the transfer holds no bytes");
+      return false;
+    }
+    if (well_formed_sections(std::string_view(recv_.data(), recv_.size()))) return true;
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string start;
+    for (std::size_t i = 0; i < recv_.size() && i < 8; ++i) {
+      const auto byte = static_cast<unsigned char>(recv_[i]);
+      start += (i == 0 ? "" : " ");
+      start += kHex[byte >> 4];
+      start += kHex[byte & 0xf];
+    }
+    give_back_undecodable(d, address,
+                          "its " + std::to_string(recv_.size()) +
+                              " bytes are not AMQP 1.0 message sections (they start with " + start + ")");
     return false;
   }
 
   // Decodes recv_ into message; false (and the delivery given back to the
   // broker as failed) when it is no AMQP message.
   bool decode_into(proton::message& message, pn_delivery_t* d, std::string_view address) {
-    if (!holds_bytes(d, address)) return false;
+    if (!holds_sections(d, address)) return false;
     try {
       message.decode(recv_);
       return true;
@@ -728,7 +745,6 @@ class Client::Impl final {
     const bool more_queued = pn_link_queued(link) > 1;
     read_delivery(d, link);
     const std::string& address = it->second->address;
-    if (!holds_bytes(d, address)) return;
     Incoming incoming;
     std::unique_ptr<Read> reuse;
     if ((options_.encoded_reader || options_.reader) && !io_reads_.empty()) {
@@ -744,6 +760,10 @@ class Client::Impl final {
       }
     }
     if (!incoming.read && options_.reader) {
+      if (!holds_sections(d, address)) {
+        if (reuse) io_reads_.push_back(std::move(reuse));  // for the next delivery
+        return;
+      }
       // Read here, from the C message every delivery is decoded into
       // (cleared first: decoding leaves a section the message lacks as the
       // last message had it).

@@ -40,21 +40,120 @@ bool take(std::string_view& rest, std::size_t n, std::string_view& taken) noexce
   return true;
 }
 
+enum class Taken { ok, malformed, too_deep };
+
+Taken take_value(std::uint8_t code, std::string_view& rest, EncodedValue& value, int depth) noexcept;
+
+// A descriptor and what it describes, as often as they nest, then a value.
+Taken take_any(std::string_view& rest, int depth) noexcept {
+  for (int described = 0; !rest.empty() && static_cast<std::uint8_t>(rest.front()) == 0x00; ++described) {
+    if (described > kMaxDepth) return Taken::too_deep;
+    rest.remove_prefix(1);
+    if (rest.empty()) return Taken::malformed;
+    const auto code = static_cast<std::uint8_t>(rest.front());
+    rest.remove_prefix(1);
+    // A descriptor is a ulong or a symbol (AMQP 1.0 §1.2).
+    if (code != 0x44 && code != 0x53 && code != 0x80 && code != 0xa3 && code != 0xb3) return Taken::malformed;
+    EncodedValue descriptor;
+    if (const Taken t = take_value(code, rest, descriptor, depth); t != Taken::ok) return t;
+  }
+  if (rest.empty()) return Taken::malformed;
+  const auto code = static_cast<std::uint8_t>(rest.front());
+  rest.remove_prefix(1);
+  EncodedValue value;
+  return take_value(code, rest, value, depth);
+}
+
 // Every value of a compound's payload well formed, count of them filling it
 // exactly.
-bool elements_hold(std::string_view payload, std::uint32_t count, int depth) noexcept {
-  if (depth > kMaxDepth) return false;
-  ValueCursor cursor(payload, depth);
+Taken elements_hold(std::string_view payload, std::uint32_t count, int depth) noexcept {
+  if (depth > kMaxDepth) return Taken::too_deep;
   for (std::uint32_t i = 0; i < count; ++i) {
-    if (!cursor.skip()) return false;
+    if (const Taken t = take_any(payload, depth); t != Taken::ok) return t;
   }
-  return cursor.at_end();
+  return payload.empty() ? Taken::ok : Taken::malformed;
+}
+
+// An array's elements: one constructor (a described one too), then count
+// values of it without a constructor each, filling payload exactly.
+Taken array_holds(std::string_view payload, std::uint32_t count, int depth) noexcept {
+  if (depth > kMaxDepth) return Taken::too_deep;
+  if (payload.empty()) return Taken::malformed;
+  auto code = static_cast<std::uint8_t>(payload.front());
+  payload.remove_prefix(1);
+  if (code == 0x00) {
+    if (payload.empty()) return Taken::malformed;
+    const auto descriptor_code = static_cast<std::uint8_t>(payload.front());
+    payload.remove_prefix(1);
+    EncodedValue descriptor;
+    if (const Taken t = take_value(descriptor_code, payload, descriptor, depth); t != Taken::ok) return t;
+    if (payload.empty()) return Taken::malformed;
+    code = static_cast<std::uint8_t>(payload.front());
+    payload.remove_prefix(1);
+  }
+  for (std::uint32_t i = 0; i < count; ++i) {
+    EncodedValue element;
+    if (const Taken t = take_value(code, payload, element, depth); t != Taken::ok) return t;
+  }
+  return payload.empty() ? Taken::ok : Taken::malformed;
+}
+
+// The encoding of a value whose constructor, code, was just read off rest:
+// its payload (and count) into value, rest past it.
+Taken take_value(std::uint8_t code, std::string_view& rest, EncodedValue& value, int depth) noexcept {
+  value = EncodedValue{};
+  value.code = code;
+  std::string_view size_bytes;
+  if (const int width = fixed_width(code); width >= 0) {
+    return take(rest, static_cast<std::size_t>(width), value.payload) ? Taken::ok : Taken::malformed;
+  }
+  switch (code) {
+    case 0xa0:
+    case 0xa1:
+    case 0xa3:
+      return take(rest, 1, size_bytes) && take(rest, big_endian(size_bytes), value.payload) ? Taken::ok
+                                                                                            : Taken::malformed;
+    case 0xb0:
+    case 0xb1:
+    case 0xb3:
+      return take(rest, 4, size_bytes) && take(rest, big_endian(size_bytes), value.payload) ? Taken::ok
+                                                                                            : Taken::malformed;
+    case 0xc0:
+    case 0xc1:
+    case 0xd0:
+    case 0xd1:
+    case 0xe0:
+    case 0xf0: {
+      const std::size_t size_width = (code & 0x10) == 0 ? 1 : 4;  // 0xc_ and 0xe_: one byte
+      // The size counts the count's bytes too.
+      std::string_view body;
+      if (!take(rest, size_width, size_bytes) || big_endian(size_bytes) < size_width ||
+          !take(rest, big_endian(size_bytes), body)) {
+        return Taken::malformed;
+      }
+      value.count = static_cast<std::uint32_t>(big_endian(body.substr(0, size_width)));
+      value.payload = body.substr(size_width);
+      if (value.is_array()) return array_holds(value.payload, value.count, depth + 1);
+      if (value.is_map() && value.count % 2 != 0) return Taken::malformed;
+      return elements_hold(value.payload, value.count, depth + 1);
+    }
+    default: return Taken::malformed;  // a code AMQP does not define (0x00 is read by the caller)
+  }
 }
 
 // The types a field of the header or properties may have (AMQP 1.0
 // §3.2.1, §3.2.4), each as its format codes; null is always allowed.
-enum Type : unsigned { kBoolean = 1, kUbyte = 2, kUint = 4, kUlong = 8, kUuid = 16, kBinary = 32, kString = 64,
-                       kSymbol = 128, kTimestamp = 256 };
+enum Type : unsigned {
+  kBoolean = 1,
+  kUbyte = 2,
+  kUint = 4,
+  kUlong = 8,
+  kUuid = 16,
+  kBinary = 32,
+  kString = 64,
+  kSymbol = 128,
+  kTimestamp = 256
+};
 
 unsigned type_of(std::uint8_t code) noexcept {
   switch (code) {
@@ -98,81 +197,43 @@ bool fields_typed(const EncodedValue& list, const unsigned (&types)[N]) noexcept
 
 constexpr unsigned kHeaderFields[] = {kBoolean, kUbyte, kUint, kBoolean, kUint};
 constexpr unsigned kId = kUlong | kUuid | kBinary | kString;
-constexpr unsigned kPropertiesFields[] = {kId,       kBinary,    kString, kString, kString, kId,   kSymbol,
-                                          kSymbol,   kTimestamp, kTimestamp, kString, kUint, kString};
+constexpr unsigned kPropertiesFields[] = {kId,     kBinary,    kString,    kString, kString, kId,    kSymbol,
+                                          kSymbol, kTimestamp, kTimestamp, kString, kUint,   kString};
 
 }  // namespace
 
 std::optional<std::uint32_t> EncodedValue::as_uint() const noexcept {
   switch (code) {
-    case 0x43: return 0U;                                                         // uint0
-    case 0x50:                                                                    // ubyte
-    case 0x52:                                                                    // smalluint
-    case 0x60:                                                                    // ushort
-    case 0x70: return static_cast<std::uint32_t>(big_endian(payload));            // uint
+    case 0x43: return 0U;                                               // uint0
+    case 0x50:                                                          // ubyte
+    case 0x52:                                                          // smalluint
+    case 0x60:                                                          // ushort
+    case 0x70: return static_cast<std::uint32_t>(big_endian(payload));  // uint
     default: return std::nullopt;
   }
 }
 
 bool ValueCursor::next(EncodedValue& value) noexcept {
-  if (rest_.empty()) return false;
-  std::string_view rest = rest_;
-  const auto code = static_cast<std::uint8_t>(rest.front());
-  rest.remove_prefix(1);
-  value = EncodedValue{};
-  value.code = code;
-  std::string_view size_bytes, count_bytes;
-  if (const int width = fixed_width(code); width >= 0) {
-    if (!take(rest, static_cast<std::size_t>(width), value.payload)) return false;
-  } else {
-    switch (code) {
-      case 0xa0:
-      case 0xa1:
-      case 0xa3:
-        if (!take(rest, 1, size_bytes) || !take(rest, big_endian(size_bytes), value.payload)) return false;
-        break;
-      case 0xb0:
-      case 0xb1:
-      case 0xb3:
-        if (!take(rest, 4, size_bytes) || !take(rest, big_endian(size_bytes), value.payload)) return false;
-        break;
-      case 0xc0:
-      case 0xc1:
-      case 0xd0:
-      case 0xd1: {
-        const std::size_t size_width = (code & 0xf0) == 0xc0 ? 1 : 4;
-        // The size counts the count's bytes too.
-        if (!take(rest, size_width, size_bytes) || big_endian(size_bytes) < size_width) return false;
-        std::string_view body;
-        if (!take(rest, big_endian(size_bytes), body)) return false;
-        count_bytes = body.substr(0, size_width);
-        value.payload = body.substr(size_width);
-        value.count = static_cast<std::uint32_t>(big_endian(count_bytes));
-        if (value.is_map() && value.count % 2 != 0) return false;
-        if (!elements_hold(value.payload, value.count, depth_ + 1)) return false;
-        break;
-      }
-      default: return false;  // arrays, described values, codes AMQP does not define
-    }
+  if (rest_.empty() || static_cast<std::uint8_t>(rest_.front()) == 0x00) return false;
+  std::string_view rest = rest_.substr(1);
+  const Taken t = take_value(static_cast<std::uint8_t>(rest_.front()), rest, value, depth_);
+  if (t != Taken::ok) {
+    malformed_ = t == Taken::malformed;
+    return false;
   }
   rest_ = rest;
   return true;
 }
 
 bool ValueCursor::skip() noexcept {
-  // Descriptors and the values they describe, until a plain value.
-  int described = 0;
-  while (!rest_.empty() && static_cast<std::uint8_t>(rest_.front()) == 0x00) {
-    if (++described > kMaxDepth) return false;
-    rest_.remove_prefix(1);
-    EncodedValue descriptor;
-    if (!next(descriptor) || !(descriptor.is_symbol() || descriptor.code == 0x53 || descriptor.code == 0x80 ||
-                               descriptor.code == 0x44)) {
-      return false;
-    }
+  std::string_view rest = rest_;
+  const Taken t = take_any(rest, depth_);
+  if (t != Taken::ok) {
+    malformed_ = t == Taken::malformed;
+    return false;
   }
-  EncodedValue value;
-  return next(value);
+  rest_ = rest;
+  return true;
 }
 
 bool ValueCursor::next_described(std::uint64_t& descriptor, EncodedValue& value) noexcept {
@@ -217,6 +278,16 @@ bool read_sections(std::string_view encoded, EncodedSections& out) noexcept {
     }
     if (slot == nullptr || slot->has_value()) return false;
     *slot = value;
+  }
+  return true;
+}
+
+bool well_formed_sections(std::string_view encoded) noexcept {
+  if (encoded.empty()) return false;
+  ValueCursor cursor(encoded);
+  while (!cursor.at_end()) {
+    if (!cursor.at_described()) return false;
+    if (!cursor.skip()) return !cursor.malformed();
   }
   return true;
 }

@@ -11,12 +11,13 @@
 // What it covers: the message as AMQP 1.0 §3.2 lays it out, sections named
 // by their ulong descriptors, each at most once, one body section (an
 // amqp-value or a single data section). Every value is checked to lie
-// within the bytes, compounds to hold what their count says, down to a
-// nesting depth of 16. Anything else (a symbolic descriptor, an array, a
+// within the bytes, compounds and arrays to hold what their count says,
+// down to a nesting depth of 16. Anything else (a symbolic descriptor, a
 // section twice, several data sections, a field of the header or properties
 // of a type other than its own, a field of a type the reader does not
-// expect) is declined, not guessed at: the caller then lets proton
-// decode the message, which either reads it or rejects it as before.
+// expect) is declined, not guessed at: the caller then lets proton decode
+// the message, once well_formed_sections() says its bytes are AMQP
+// sections at all.
 //
 // Thread-safety: views over the caller's bytes; no state of its own.
 #pragma once
@@ -36,8 +37,8 @@ struct EncodedValue {
   // Fixed width: its bytes (big-endian). Variable width: its data, without
   // the size. List or map: its elements' encodings, without size and count.
   std::string_view payload;
-  // List or map: how many values it holds (a map's keys and values both
-  // count).
+  // List, map or array: how many values it holds (a map's keys and values
+  // both count).
   std::uint32_t count = 0;
 
   bool is_null() const noexcept { return code == 0x40; }
@@ -46,6 +47,8 @@ struct EncodedValue {
   bool is_binary() const noexcept { return code == 0xa0 || code == 0xb0; }
   bool is_list() const noexcept { return code == 0x45 || code == 0xc0 || code == 0xd0; }
   bool is_map() const noexcept { return code == 0xc1 || code == 0xd1; }
+  // An array's payload is its element constructor, then its elements.
+  bool is_array() const noexcept { return code == 0xe0 || code == 0xf0; }
   // An unsigned integer of up to 32 bits (uint, smalluint, uint0, ubyte,
   // ushort): its value; nullopt for any other type.
   std::optional<std::uint32_t> as_uint() const noexcept;
@@ -58,15 +61,22 @@ class ValueCursor {
   explicit ValueCursor(std::string_view bytes, int depth = 0) noexcept : rest_(bytes), depth_(depth) {}
 
   bool at_end() const noexcept { return rest_.empty(); }
+  // The next value is a described one.
+  bool at_described() const noexcept { return !rest_.empty() && rest_.front() == '\0'; }
 
   // The next value, checked to lie within the bytes (a compound down to
-  // every value it holds). False at the end, and for anything that is no
-  // well-formed value of the covered kinds (a described value included).
+  // every value it holds). False at the end, at a described value, and for
+  // a value that is malformed or nested deeper than 16.
   bool next(EncodedValue& value) noexcept;
 
   // Steps over the next value, described or not, checked as next() checks
   // one. False when there is none or it is malformed.
   bool skip() noexcept;
+
+  // After next() or skip() returned false: whether the bytes were no
+  // well-formed AMQP value (as opposed to the end, a described value for
+  // next(), or a nesting deeper than this reading goes).
+  bool malformed() const noexcept { return malformed_; }
 
   // The next value as a described one with a ulong descriptor: the
   // descriptor into descriptor, the value into value. False otherwise.
@@ -75,6 +85,7 @@ class ValueCursor {
  private:
   std::string_view rest_;
   int depth_;
+  bool malformed_ = false;
 };
 
 // The sections of a message, each as its value (the body: the value of
@@ -87,6 +98,13 @@ struct EncodedSections {
 // Finds the sections of encoded. False when the bytes are not a message
 // this reading covers (see the top of this file).
 bool read_sections(std::string_view encoded, EncodedSections& out) noexcept;
+
+// Whether encoded is a run of AMQP 1.0 sections, each a described value
+// that is well formed, as far as this reading goes (a value nested deeper
+// than it goes counts as well formed). False for no bytes, and for bytes
+// that are something else, e.g. a JSON document sent as a transfer's bytes:
+// proton's decoder takes those for an empty message without an error.
+bool well_formed_sections(std::string_view encoded) noexcept;
 
 // The index-th field of a list, for a section's fields (header,
 // properties): absent (nullopt) when the list is shorter; a null field
