@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "encoded_message.hpp"
 
+#include <array>
 #include <cstddef>
 
 namespace babelqueue::amqp10 {
@@ -20,29 +21,86 @@ std::uint64_t big_endian(std::string_view bytes) noexcept {
   return v;
 }
 
-// The width of a fixed-width value's bytes; -1 for a code that is not one.
-int fixed_width(std::uint8_t code) noexcept {
-  if (code >= 0x40 && code <= 0x45) return 0;
-  if (code >= 0x50 && code <= 0x56) return 1;
-  if (code == 0x60 || code == 0x61) return 2;
-  if (code >= 0x70 && code <= 0x74) return 4;
-  if (code >= 0x80 && code <= 0x84) return 8;
-  if (code == 0x94 || code == 0x98) return 16;
-  return -1;
-}
+// How a value of each format code is laid out after its constructor
+// (AMQP 1.0 §1.6): a fixed width of 0 to 16 bytes, or one of the kinds
+// below; kBad for a code AMQP does not define (0x00, a descriptor's mark,
+// included: the callers read descriptors themselves).
+enum Layout : std::uint8_t {
+  kVariable1 = 32,  // a one-byte size, then the bytes
+  kVariable4,       // a four-byte size, then the bytes
+  kCompound1,       // size and count of one byte each, then the values (list8, map8)
+  kCompound4,       // of four bytes each (list32, map32)
+  kArray1,          // size and count of one byte each, a constructor, then the values without theirs
+  kArray4,
+  kBad = 255,
+};
 
-// Takes n bytes off the front of rest into taken; false when there are
-// fewer.
-bool take(std::string_view& rest, std::size_t n, std::string_view& taken) noexcept {
-  if (rest.size() < n) return false;
-  taken = rest.substr(0, n);
-  rest.remove_prefix(n);
+constexpr std::array<std::uint8_t, 256> make_layouts() {
+  std::array<std::uint8_t, 256> t{};
+  for (auto& v : t) v = kBad;
+  for (int c = 0x40; c <= 0x45; ++c) t[c] = 0;
+  for (int c = 0x50; c <= 0x56; ++c) t[c] = 1;
+  t[0x60] = t[0x61] = 2;
+  for (int c = 0x70; c <= 0x74; ++c) t[c] = 4;
+  for (int c = 0x80; c <= 0x84; ++c) t[c] = 8;
+  t[0x94] = t[0x98] = 16;
+  t[0xa0] = t[0xa1] = t[0xa3] = kVariable1;
+  t[0xb0] = t[0xb1] = t[0xb3] = kVariable4;
+  t[0xc0] = t[0xc1] = kCompound1;
+  t[0xd0] = t[0xd1] = kCompound4;
+  t[0xe0] = kArray1;
+  t[0xf0] = kArray4;
+  return t;
+}
+constexpr std::array<std::uint8_t, 256> kLayouts = make_layouts();
+
+// A size or count of width 1 or 4 off the front of rest; false when rest
+// is shorter.
+bool take_size(std::string_view& rest, bool four, std::uint32_t& size) noexcept {
+  if (!four) {
+    if (rest.empty()) return false;
+    size = static_cast<unsigned char>(rest[0]);
+    rest.remove_prefix(1);
+    return true;
+  }
+  if (rest.size() < 4) return false;
+  size = static_cast<std::uint32_t>(static_cast<unsigned char>(rest[0])) << 24 |
+         static_cast<std::uint32_t>(static_cast<unsigned char>(rest[1])) << 16 |
+         static_cast<std::uint32_t>(static_cast<unsigned char>(rest[2])) << 8 |
+         static_cast<std::uint32_t>(static_cast<unsigned char>(rest[3]));
+  rest.remove_prefix(4);
   return true;
 }
 
 enum class Taken { ok, malformed, too_deep };
 
-Taken take_value(std::uint8_t code, std::string_view& rest, EncodedValue& value, int depth) noexcept;
+Taken take_compound(std::uint8_t layout, std::string_view& rest, EncodedValue& value, int depth) noexcept;
+
+// The encoding of a value whose constructor, code, was just read off rest:
+// its payload (and count) into value, rest past it. Scalars, most values,
+// here and inline; lists, maps and arrays in take_compound().
+inline Taken take_value(std::uint8_t code, std::string_view& rest, EncodedValue& value, int depth) noexcept {
+  value.code = code;
+  value.count = 0;
+  const std::uint8_t layout = kLayouts[code];
+  std::size_t size = layout;
+  if (layout > 16) {
+    if (layout > kVariable4) return take_compound(layout, rest, value, depth);
+    if (layout == kVariable1) {
+      if (rest.empty()) return Taken::malformed;
+      size = static_cast<unsigned char>(rest[0]);
+      rest.remove_prefix(1);
+    } else {
+      std::uint32_t size32 = 0;
+      if (!take_size(rest, true, size32)) return Taken::malformed;
+      size = size32;
+    }
+  }
+  if (rest.size() < size) return Taken::malformed;
+  value.payload = std::string_view(rest.data(), size);
+  rest.remove_prefix(size);
+  return Taken::ok;
+}
 
 // A descriptor and what it describes, as often as they nest, then a value.
 Taken take_any(std::string_view& rest, int depth) noexcept {
@@ -98,47 +156,55 @@ Taken array_holds(std::string_view payload, std::uint32_t count, int depth) noex
   return payload.empty() ? Taken::ok : Taken::malformed;
 }
 
-// The encoding of a value whose constructor, code, was just read off rest:
-// its payload (and count) into value, rest past it.
-Taken take_value(std::uint8_t code, std::string_view& rest, EncodedValue& value, int depth) noexcept {
-  value = EncodedValue{};
-  value.code = code;
-  std::string_view size_bytes;
-  if (const int width = fixed_width(code); width >= 0) {
-    return take(rest, static_cast<std::size_t>(width), value.payload) ? Taken::ok : Taken::malformed;
-  }
-  switch (code) {
-    case 0xa0:
-    case 0xa1:
-    case 0xa3:
-      return take(rest, 1, size_bytes) && take(rest, big_endian(size_bytes), value.payload) ? Taken::ok
-                                                                                            : Taken::malformed;
-    case 0xb0:
-    case 0xb1:
-    case 0xb3:
-      return take(rest, 4, size_bytes) && take(rest, big_endian(size_bytes), value.payload) ? Taken::ok
-                                                                                            : Taken::malformed;
-    case 0xc0:
-    case 0xc1:
-    case 0xd0:
-    case 0xd1:
-    case 0xe0:
-    case 0xf0: {
-      const std::size_t size_width = (code & 0x10) == 0 ? 1 : 4;  // 0xc_ and 0xe_: one byte
+// take_value() for a list, map or array (its layout), and for a code AMQP
+// does not define.
+Taken take_compound(std::uint8_t layout, std::string_view& rest, EncodedValue& value, int depth) noexcept {
+  std::uint32_t size = 0;
+  switch (layout) {
+    case kCompound1:
+    case kCompound4:
+    case kArray1:
+    case kArray4: {
+      const bool four = layout == kCompound4 || layout == kArray4;
       // The size counts the count's bytes too.
-      std::string_view body;
-      if (!take(rest, size_width, size_bytes) || big_endian(size_bytes) < size_width ||
-          !take(rest, big_endian(size_bytes), body)) {
-        return Taken::malformed;
-      }
-      value.count = static_cast<std::uint32_t>(big_endian(body.substr(0, size_width)));
-      value.payload = body.substr(size_width);
-      if (value.is_array()) return array_holds(value.payload, value.count, depth + 1);
+      if (!take_size(rest, four, size) || rest.size() < size) return Taken::malformed;
+      std::string_view body = rest.substr(0, size);
+      rest.remove_prefix(size);
+      if (!take_size(body, four, value.count)) return Taken::malformed;
+      value.payload = body;
+      if (layout == kArray1 || layout == kArray4) return array_holds(value.payload, value.count, depth + 1);
       if (value.is_map() && value.count % 2 != 0) return Taken::malformed;
       return elements_hold(value.payload, value.count, depth + 1);
     }
-    default: return Taken::malformed;  // a code AMQP does not define (0x00 is read by the caller)
+    default: return Taken::malformed;
   }
+}
+
+// A list's size and count, its elements left unchecked (the caller walks
+// them with a ValueCursor, which checks each); false for anything but a
+// list, or one that does not fit in rest.
+bool take_list_bounds(std::string_view& rest, EncodedValue& value) noexcept {
+  if (rest.empty()) return false;
+  const auto code = static_cast<std::uint8_t>(rest.front());
+  if (code != 0x45 && code != 0xc0 && code != 0xd0) return false;
+  rest.remove_prefix(1);
+  value.code = code;
+  value.count = 0;
+  value.payload = {};
+  if (code == 0x45) return true;
+  const bool four = code == 0xd0;
+  std::uint32_t size = 0;
+  if (!take_size(rest, four, size) || rest.size() < size) return false;
+  std::string_view body = rest.substr(0, size);
+  rest.remove_prefix(size);
+  if (!take_size(body, four, value.count)) return false;
+  value.payload = body;
+  return true;
+}
+
+// The sections whose lists read_sections() checks field by field.
+bool descriptor_is_list_section(std::uint64_t descriptor) noexcept {
+  return descriptor == kHeader || descriptor == kProperties;
 }
 
 // The types a field of the header or properties may have (AMQP 1.0
@@ -179,20 +245,22 @@ unsigned type_of(std::uint8_t code) noexcept {
   }
 }
 
-// Every field of a section's list of the type its place gives it, and no
-// more fields than the section has. proton reads a section whose fields
-// are of other types only in part (it stops at the first one that does
-// not fit), so such a section is left to it.
+// Every field of a section's list well formed and of the type its place
+// gives it, no more fields than the section has, and nothing after them,
+// each into fields (those the list
+// leaves out stay null). proton reads a section whose fields are of other
+// types only in part (it stops at the first one that does not fit), so
+// such a section is left to it.
 template <std::size_t N>
-bool fields_typed(const EncodedValue& list, const unsigned (&types)[N]) noexcept {
+bool typed_fields(const EncodedValue& list, const unsigned (&types)[N], std::array<EncodedValue, N>& fields) noexcept {
   if (list.count > N) return false;
   ValueCursor cursor(list.payload, 1);
-  EncodedValue field;
   for (std::uint32_t i = 0; i < list.count; ++i) {
+    EncodedValue& field = fields[i];
     if (!cursor.next(field)) return false;
     if (!field.is_null() && (type_of(field.code) & types[i]) == 0) return false;
   }
-  return true;
+  return cursor.at_end();  // the count's fields fill the list exactly
 }
 
 constexpr unsigned kHeaderFields[] = {kBoolean, kUbyte, kUint, kBoolean, kUint};
@@ -236,7 +304,8 @@ bool ValueCursor::skip() noexcept {
   return true;
 }
 
-bool ValueCursor::next_described(std::uint64_t& descriptor, EncodedValue& value) noexcept {
+bool ValueCursor::next_described(std::uint64_t& descriptor, EncodedValue& value,
+                                 bool (*list_unchecked)(std::uint64_t)) noexcept {
   if (rest_.empty() || static_cast<std::uint8_t>(rest_.front()) != 0x00) return false;
   ValueCursor inner(rest_.substr(1), depth_);
   EncodedValue d;
@@ -248,26 +317,37 @@ bool ValueCursor::next_described(std::uint64_t& descriptor, EncodedValue& value)
   } else {
     return false;  // a symbolic descriptor
   }
-  if (!inner.next(value)) return false;
+  if (list_unchecked != nullptr && list_unchecked(descriptor)) {
+    if (!take_list_bounds(inner.rest_, value)) return false;
+  } else if (!inner.next(value)) {
+    return false;
+  }
   rest_ = inner.rest_;
   return true;
 }
 
 bool read_sections(std::string_view encoded, EncodedSections& out) noexcept {
-  out = EncodedSections{};
+  for (auto* section : {&out.header, &out.delivery_annotations, &out.message_annotations, &out.properties,
+                        &out.application_properties, &out.body, &out.footer}) {
+    section->reset();
+  }
+  out.header_fields.fill(EncodedValue{});
+  out.properties_fields.fill(EncodedValue{});
   if (encoded.empty()) return false;  // a transfer of no bytes is no message
   ValueCursor cursor(encoded);
   while (!cursor.at_end()) {
     std::uint64_t descriptor = 0;
     EncodedValue value;
-    if (!cursor.next_described(descriptor, value)) return false;
+    // The header's and properties' lists are checked field by field as
+    // their fields are taken, not walked once more before.
+    if (!cursor.next_described(descriptor, value, descriptor_is_list_section)) return false;
     std::optional<EncodedValue>* slot = nullptr;
     switch (descriptor) {
-      case kHeader: slot = value.is_list() && fields_typed(value, kHeaderFields) ? &out.header : nullptr; break;
+      case kHeader: slot = typed_fields(value, kHeaderFields, out.header_fields) ? &out.header : nullptr; break;
       case kDeliveryAnnotations: slot = value.is_map() ? &out.delivery_annotations : nullptr; break;
       case kMessageAnnotations: slot = value.is_map() ? &out.message_annotations : nullptr; break;
       case kProperties:
-        slot = value.is_list() && fields_typed(value, kPropertiesFields) ? &out.properties : nullptr;
+        slot = typed_fields(value, kPropertiesFields, out.properties_fields) ? &out.properties : nullptr;
         break;
       case kApplicationProperties: slot = value.is_map() ? &out.application_properties : nullptr; break;
       case kData: slot = value.is_binary() ? &out.body : nullptr; break;
@@ -289,19 +369,6 @@ bool well_formed_sections(std::string_view encoded) noexcept {
     if (!cursor.at_described()) return false;
     if (!cursor.skip()) return !cursor.malformed();
   }
-  return true;
-}
-
-bool list_field(const EncodedValue& list, std::uint32_t index, std::optional<EncodedValue>& field) noexcept {
-  field.reset();
-  if (!list.is_list()) return false;
-  if (index >= list.count) return true;
-  ValueCursor cursor(list.payload, 1);
-  EncodedValue value;
-  for (std::uint32_t i = 0; i <= index; ++i) {
-    if (!cursor.next(value)) return false;
-  }
-  field = value;
   return true;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A received AMQP 1.0 message read straight off its encoded bytes: where
-// its sections are, the few fields of the header and properties a reader
-// takes, and cursors over the values of a section's list or map.
+// its sections are, the fields of its header and properties, and cursors
+// over the values of a section's list or map.
 //
 // Why not proton's decoder: pn_message_decode() builds a pn_data tree for
 // every map and list of the message, some 600 ns for a message of the
@@ -22,6 +22,7 @@
 // Thread-safety: views over the caller's bytes; no state of its own.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -33,7 +34,7 @@ struct EncodedValue {
   // The format code of its constructor (AMQP 1.0 §1.6), e.g. 0xa1 for a
   // str8. A described value is not an EncodedValue: its descriptor and
   // value are read one after the other (ValueCursor::next_described()).
-  std::uint8_t code = 0;
+  std::uint8_t code = 0x40;  // null
   // Fixed width: its bytes (big-endian). Variable width: its data, without
   // the size. List or map: its elements' encodings, without size and count.
   std::string_view payload;
@@ -80,7 +81,11 @@ class ValueCursor {
 
   // The next value as a described one with a ulong descriptor: the
   // descriptor into descriptor, the value into value. False otherwise.
-  bool next_described(std::uint64_t& descriptor, EncodedValue& value) noexcept;
+  // Where list_unchecked(descriptor) is true, the value must be a list and
+  // only its size and count are checked: the caller checks its fields as
+  // it walks them.
+  bool next_described(std::uint64_t& descriptor, EncodedValue& value,
+                      bool (*list_unchecked)(std::uint64_t) = nullptr) noexcept;
 
  private:
   std::string_view rest_;
@@ -93,6 +98,12 @@ class ValueCursor {
 struct EncodedSections {
   std::optional<EncodedValue> header, delivery_annotations, message_annotations, properties, application_properties,
       body, footer;
+  // The header's and the properties' fields (§3.2.1, §3.2.4), each of its
+  // own type or null (null too where the list is shorter): e.g.
+  // header_fields[4] is the delivery-count, properties_fields[10] the
+  // group-id.
+  std::array<EncodedValue, 5> header_fields;
+  std::array<EncodedValue, 13> properties_fields;
 };
 
 // Finds the sections of encoded. False when the bytes are not a message
@@ -105,10 +116,5 @@ bool read_sections(std::string_view encoded, EncodedSections& out) noexcept;
 // that are something else, e.g. a JSON document sent as a transfer's bytes:
 // proton's decoder takes those for an empty message without an error.
 bool well_formed_sections(std::string_view encoded) noexcept;
-
-// The index-th field of a list, for a section's fields (header,
-// properties): absent (nullopt) when the list is shorter; a null field
-// reads as a value whose is_null(). False when the list is malformed.
-bool list_field(const EncodedValue& list, std::uint32_t index, std::optional<EncodedValue>& field) noexcept;
 
 }  // namespace babelqueue::amqp10

@@ -184,19 +184,18 @@ bool read_text_properties(pn_data_t* p, Delivery& d) {
   return true;
 }
 
-// The same off the encoded map (encoded_message.hpp).
+// The same off the encoded map (encoded_message.hpp); false, with d's
+// headers and gate part filled, when a key or value is not text.
 bool read_text_properties(const amqp10::EncodedValue& map, Delivery& d) {
   amqp10::EncodedValue name, value;
-  amqp10::ValueCursor check(map.payload, 1);
-  while (check.next(name)) {
-    if (!name.is_string() || !check.next(value) || !(value.is_string() || value.is_symbol() || value.is_binary())) {
+  amqp10::ValueCursor cursor(map.payload, 1);
+  while (cursor.next(name)) {
+    if (!name.is_string() || !cursor.next(value) || !(value.is_string() || value.is_symbol() || value.is_binary())) {
       return false;
     }
+    take_text_property(name.payload, value.payload, d);
   }
-  if (!check.at_end()) return false;
-  amqp10::ValueCursor cursor(map.payload, 1);
-  while (cursor.next(name) && cursor.next(value)) take_text_property(name.payload, value.payload, d);
-  return true;
+  return cursor.at_end();
 }
 
 }  // namespace
@@ -217,28 +216,16 @@ void read_into(std::string_view queue, pn_message_t* message, Delivery& d) {
 bool read_encoded(std::string_view queue, std::string_view encoded, Delivery& d) {
   amqp10::EncodedSections sections;
   if (!amqp10::read_sections(encoded, sections)) return false;
-  // What a reader takes: the header's delivery-count (field 4), the
-  // properties' group-id (field 10), each checked before d changes.
+  // What a reader takes: the header's delivery-count, the properties'
+  // group-id, each checked before d changes.
   std::uint32_t delivery_count = 0;
-  std::optional<amqp10::EncodedValue> field;
-  if (sections.header) {
-    if (!amqp10::list_field(*sections.header, 4, field)) return false;
-    if (field && !field->is_null()) {
-      const auto count = field->as_uint();
-      if (!count) return false;
-      delivery_count = *count;
-    }
+  if (const amqp10::EncodedValue& count = sections.header_fields[4]; !count.is_null()) {
+    delivery_count = count.as_uint().value_or(0);  // a uint: read_sections() checked the type
   }
-  std::string_view group;
-  if (sections.properties) {
-    if (!amqp10::list_field(*sections.properties, 10, field)) return false;
-    if (field && !field->is_null()) {
-      if (!field->is_string()) return false;
-      // Up to a NUL, as proton's C API reads it (a C string), so that both
-      // readings give the same key.
-      group = field->payload.substr(0, field->payload.find('\0'));
-    }
-  }
+  std::string_view group = sections.properties_fields[10].payload;  // a string or null
+  // Up to a NUL, as proton's C API reads it (a C string), so that both
+  // readings give the same key.
+  group = group.substr(0, group.find('\0'));
   const std::optional<amqp10::EncodedValue>& body = sections.body;
   if (body && !(body->is_string() || body->is_binary() || body->is_symbol() || body->is_null())) return false;
   amqp10::begin_delivery(queue, d);

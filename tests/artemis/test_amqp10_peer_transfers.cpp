@@ -12,6 +12,7 @@
 #include "../../src/artemis/artemis_projection.hpp"
 
 #include <gtest/gtest.h>
+
 #include <proton/connection.h>
 #include <proton/delivery.h>
 #include <proton/event.h>
