@@ -6,7 +6,8 @@
 // Why not proton's decoder: pn_message_decode() builds a pn_data tree for
 // every map and list of the message, some 600 ns for a message of the
 // binding, which is more than a third of what the rest of a receive costs
-// (ADR 0060). Reading in place costs a tenth of that.
+// (ADR 0060). Reading in place, with every value checked, costs less than
+// half of that.
 //
 // What it covers: the message as AMQP 1.0 §3.2 lays it out, sections named
 // by their ulong descriptors, each at most once, one body section (an
