@@ -47,6 +47,7 @@
 // full ones that could pass the memory limit past which it pages) and drained outside the clock.
 #include "../../src/artemis/artemis_projection.hpp"
 #include "../support/bench_report.hpp"
+#include "../support/proactor_loop.hpp"
 
 #include <babelqueue/artemis/transport.hpp>
 #include <babelqueue/envelope.hpp>
@@ -502,13 +503,7 @@ class RawProactorConsumers {
   };
 
   void serve() {
-    for (;;) {
-      pn_event_batch_t* batch = pn_proactor_wait(proactor_);
-      bool stop = false;
-      while (pn_event_t* e = pn_event_batch_next(batch)) stop = handle(e) || stop;
-      pn_proactor_done(proactor_, batch);
-      if (stop) return;
-    }
+    babelqueue::bench::run_proactor(proactor_, [this](pn_event_t* e) { return handle(e); });
   }
 
   // True when this thread is to stop.

@@ -8,6 +8,7 @@
 // took the others for empty messages without an error.
 //
 // The peer is a few dozen lines of proton's C proactor on 127.0.0.1.
+#include "../../bench/support/proactor_loop.hpp"
 #include "../../src/amqp10/client.hpp"
 #include "../../src/artemis/artemis_projection.hpp"
 
@@ -76,13 +77,7 @@ class TransferringPeer {
 
  private:
   void run() {
-    for (;;) {
-      pn_event_batch_t* batch = pn_proactor_wait(proactor_);
-      bool stop = false;
-      while (pn_event_t* e = pn_event_batch_next(batch)) stop = handle(e) || stop;
-      pn_proactor_done(proactor_, batch);
-      if (stop) return;
-    }
+    babelqueue::bench::run_proactor(proactor_, [this](pn_event_t* e) { return handle(e); });
   }
 
   // True once the peer is to stop.
