@@ -83,18 +83,10 @@ inline Taken take_value(std::uint8_t code, std::string_view& rest, EncodedValue&
   value.code = code;
   value.count = 0;
   const std::uint8_t layout = kLayouts[code];
-  std::size_t size = layout;
+  std::uint32_t size = layout;
   if (layout > 16) {
     if (layout > kVariable4) return take_compound(layout, rest, value, depth);
-    if (layout == kVariable1) {
-      if (rest.empty()) return Taken::malformed;
-      size = static_cast<unsigned char>(rest[0]);
-      rest.remove_prefix(1);
-    } else {
-      std::uint32_t size32 = 0;
-      if (!take_size(rest, true, size32)) return Taken::malformed;
-      size = size32;
-    }
+    if (!take_size(rest, layout == kVariable4, size)) return Taken::malformed;
   }
   if (rest.size() < size) return Taken::malformed;
   value.payload = std::string_view(rest.data(), size);
@@ -102,18 +94,23 @@ inline Taken take_value(std::uint8_t code, std::string_view& rest, EncodedValue&
   return Taken::ok;
 }
 
+// The descriptor after a 0x00 mark (already read off rest): a ulong or a
+// symbol (AMQP 1.0 §1.2).
+Taken take_descriptor(std::string_view& rest, int depth) noexcept {
+  if (rest.empty()) return Taken::malformed;
+  const auto code = static_cast<std::uint8_t>(rest.front());
+  rest.remove_prefix(1);
+  if (code != 0x44 && code != 0x53 && code != 0x80 && code != 0xa3 && code != 0xb3) return Taken::malformed;
+  EncodedValue descriptor;
+  return take_value(code, rest, descriptor, depth);
+}
+
 // A descriptor and what it describes, as often as they nest, then a value.
 Taken take_any(std::string_view& rest, int depth) noexcept {
   for (int described = 0; !rest.empty() && static_cast<std::uint8_t>(rest.front()) == 0x00; ++described) {
     if (described > kMaxDepth) return Taken::too_deep;
     rest.remove_prefix(1);
-    if (rest.empty()) return Taken::malformed;
-    const auto code = static_cast<std::uint8_t>(rest.front());
-    rest.remove_prefix(1);
-    // A descriptor is a ulong or a symbol (AMQP 1.0 §1.2).
-    if (code != 0x44 && code != 0x53 && code != 0x80 && code != 0xa3 && code != 0xb3) return Taken::malformed;
-    EncodedValue descriptor;
-    if (const Taken t = take_value(code, rest, descriptor, depth); t != Taken::ok) return t;
+    if (const Taken t = take_descriptor(rest, depth); t != Taken::ok) return t;
   }
   if (rest.empty()) return Taken::malformed;
   const auto code = static_cast<std::uint8_t>(rest.front());
@@ -140,11 +137,7 @@ Taken array_holds(std::string_view payload, std::uint32_t count, int depth) noex
   auto code = static_cast<std::uint8_t>(payload.front());
   payload.remove_prefix(1);
   if (code == 0x00) {
-    if (payload.empty()) return Taken::malformed;
-    const auto descriptor_code = static_cast<std::uint8_t>(payload.front());
-    payload.remove_prefix(1);
-    EncodedValue descriptor;
-    if (const Taken t = take_value(descriptor_code, payload, descriptor, depth); t != Taken::ok) return t;
+    if (const Taken t = take_descriptor(payload, depth); t != Taken::ok) return t;
     if (payload.empty()) return Taken::malformed;
     code = static_cast<std::uint8_t>(payload.front());
     payload.remove_prefix(1);
@@ -156,28 +149,29 @@ Taken array_holds(std::string_view payload, std::uint32_t count, int depth) noex
   return payload.empty() ? Taken::ok : Taken::malformed;
 }
 
+// A list's, map's or array's size and count (each of four bytes, or of
+// one) off rest, its elements into value.payload, unchecked; false when
+// they do not fit.
+bool take_compound_bounds(bool four, std::string_view& rest, EncodedValue& value) noexcept {
+  std::uint32_t size = 0;
+  // The size counts the count's bytes too.
+  if (!take_size(rest, four, size) || rest.size() < size) return false;
+  std::string_view body = rest.substr(0, size);
+  rest.remove_prefix(size);
+  if (!take_size(body, four, value.count)) return false;
+  value.payload = body;
+  return true;
+}
+
 // take_value() for a list, map or array (its layout), and for a code AMQP
 // does not define.
 Taken take_compound(std::uint8_t layout, std::string_view& rest, EncodedValue& value, int depth) noexcept {
-  std::uint32_t size = 0;
-  switch (layout) {
-    case kCompound1:
-    case kCompound4:
-    case kArray1:
-    case kArray4: {
-      const bool four = layout == kCompound4 || layout == kArray4;
-      // The size counts the count's bytes too.
-      if (!take_size(rest, four, size) || rest.size() < size) return Taken::malformed;
-      std::string_view body = rest.substr(0, size);
-      rest.remove_prefix(size);
-      if (!take_size(body, four, value.count)) return Taken::malformed;
-      value.payload = body;
-      if (layout == kArray1 || layout == kArray4) return array_holds(value.payload, value.count, depth + 1);
-      if (value.is_map() && value.count % 2 != 0) return Taken::malformed;
-      return elements_hold(value.payload, value.count, depth + 1);
-    }
-    default: return Taken::malformed;
-  }
+  if (layout < kCompound1 || layout > kArray4) return Taken::malformed;
+  const bool array = layout == kArray1 || layout == kArray4;
+  if (!take_compound_bounds(layout == kCompound4 || layout == kArray4, rest, value)) return Taken::malformed;
+  if (array) return array_holds(value.payload, value.count, depth + 1);
+  if (value.is_map() && value.count % 2 != 0) return Taken::malformed;
+  return elements_hold(value.payload, value.count, depth + 1);
 }
 
 // A list's size and count, its elements left unchecked (the caller walks
@@ -191,15 +185,7 @@ bool take_list_bounds(std::string_view& rest, EncodedValue& value) noexcept {
   value.code = code;
   value.count = 0;
   value.payload = {};
-  if (code == 0x45) return true;
-  const bool four = code == 0xd0;
-  std::uint32_t size = 0;
-  if (!take_size(rest, four, size) || rest.size() < size) return false;
-  std::string_view body = rest.substr(0, size);
-  rest.remove_prefix(size);
-  if (!take_size(body, four, value.count)) return false;
-  value.payload = body;
-  return true;
+  return code == 0x45 || take_compound_bounds(code == 0xd0, rest, value);
 }
 
 // The sections whose lists read_sections() checks field by field.
